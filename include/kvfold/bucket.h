@@ -1,0 +1,126 @@
+// The bucket as the watcher sees it: stream state, ordered delivery from a
+// sequence, and a key listing.
+//
+// The product implements these over nats.c (see connection.h); tests and
+// simulation implement them over an in-memory bucket, so both drive the very
+// same watch loop. A BucketSource and each Delivery it opens are used by one
+// thread at a time.
+
+#ifndef KVFOLD_BUCKET_H_
+#define KVFOLD_BUCKET_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kvfold/scope.h"
+#include "kvfold/status.h"
+
+namespace kvfold {
+
+enum class Op { kPut, kDelete, kPurge };
+
+std::string_view OpName(Op op);  // "put", "delete", "purge"
+
+// The fresh state and retention-relevant config of the bucket's stream.
+struct StreamState {
+  std::string created;     // stream identity: its creation time as reported
+  uint64_t first_seq = 0;  // first retained sequence (last_seq + 1 if empty)
+  uint64_t last_seq = 0;   // last sequence ever stored (0 if none)
+  uint64_t messages = 0;
+  // Retention config, read fresh on every call (limits can be edited live).
+  int64_t max_msgs = -1;
+  int64_t max_bytes = -1;
+  int64_t max_age_ns = 0;
+  int64_t history = 1;     // max_msgs_per_subject
+  bool discard_new = false;
+  bool allow_msg_ttl = false;
+};
+
+// One message of the bucket as delivered.
+struct BucketMessage {
+  std::string key;
+  Op op = Op::kPut;
+  std::string value;
+  uint64_t seq = 0;      // stream sequence = the entry's revision
+  uint64_t pending = 0;  // messages the consumer still had to deliver after this
+};
+
+// Where an ordered delivery starts.
+struct DeliveryStart {
+  // Sequence to start at; unset means a state sync: the last message of each
+  // key in scope, in sequence order, then everything new.
+  std::optional<uint64_t> from_seq;
+};
+
+// What one Delivery::Next call produced.
+struct DeliveryEvent {
+  enum class Kind {
+    kMessage,  // `message` is set
+    kTimeout,  // nothing arrived in time
+    kReset,    // the delivery broke (gap, reconnect, slow consumer, stall);
+               // `reason` says why. Open a new one from the last received
+               // sequence.
+  };
+  Kind kind = Kind::kTimeout;
+  BucketMessage message;
+  std::string reason;
+};
+
+// The server's view of a delivery, for proving the watcher has received
+// everything in scope up to some sequence.
+struct DeliveryProgress {
+  uint64_t delivered_seq = 0;  // last stream sequence the server sent
+  uint64_t num_pending = 0;    // in-scope messages not yet sent
+};
+
+class Delivery {
+ public:
+  Delivery() = default;
+  Delivery(const Delivery&) = delete;
+  Delivery& operator=(const Delivery&) = delete;
+  // Releases the server-side consumer; no consumer outlives its Delivery.
+  virtual ~Delivery() = default;
+
+  // Waits up to `timeout` for the next message. Messages arrive in stream
+  // sequence order with no gap the server knows of. Keys outside the
+  // delivery's scope may arrive (a server may not filter); callers filter.
+  // A non-OK Status is a fault the caller should not retry on this Delivery.
+  virtual StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) = 0;
+
+  virtual StatusOr<DeliveryProgress> Progress() = 0;
+};
+
+class BucketSource {
+ public:
+  BucketSource() = default;
+  BucketSource(const BucketSource&) = delete;
+  BucketSource& operator=(const BucketSource&) = delete;
+  virtual ~BucketSource() = default;
+
+  virtual const std::string& bucket() const = 0;
+
+  // Fresh stream state (never cached). Unavailable when the server cannot be
+  // reached; NotFound when the bucket does not exist.
+  virtual StatusOr<StreamState> ReadStream() = 0;
+
+  // Opens an ordered delivery of the messages in `scope` from `start`.
+  virtual StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
+                                                   const Scope& scope) = 0;
+
+  // Calls fn(key, revision) for every key in `scope` whose latest message is
+  // a put, headers only, then returns the stream's last sequence at the time
+  // the listing was taken in *last_seq.
+  virtual Status ListKeys(
+      const Scope& scope,
+      const std::function<Status(std::string_view key, uint64_t revision)>& fn,
+      uint64_t* last_seq) = 0;
+};
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_BUCKET_H_

@@ -1,0 +1,121 @@
+// The fold: the local materialization of a bucket's state within a scope.
+//
+// A fold maps key -> (revision, value) for live keys and key -> (revision,
+// deleted) for tombstones, so that a key's revision never goes backward even
+// across a delete. Beside the entries it keeps metadata: the cursor (the
+// stream sequence the fold has applied through), the bucket, the scope and
+// the identity of the stream it came from.
+//
+// Every change reaches the store through Commit(), which writes the entries
+// and the new metadata in one atomic batch: a reader or a restart sees all of
+// a commit or none of it.
+//
+// Thread safety: the const-like read methods (Get, Scan, ReadMeta,
+// CountLive) may be called from any number of threads, also while one thread
+// commits. Commit needs external synchronization: one writer at a time.
+
+#ifndef KVFOLD_FOLD_H_
+#define KVFOLD_FOLD_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvfold/status.h"
+
+namespace kvfold {
+
+// One key's state in the fold.
+struct Entry {
+  uint64_t revision = 0;  // stream sequence of the write that made this state
+  bool deleted = false;   // a tombstone: the key was deleted or purged
+  std::string value;      // empty for tombstones
+
+  friend bool operator==(const Entry&, const Entry&) = default;
+};
+
+// The fold's metadata. Fields are unset until the first mirror records them.
+struct FoldMeta {
+  std::optional<uint64_t> cursor;        // applied through this sequence
+  std::string bucket;                    // "" until recorded
+  std::optional<std::vector<std::string>> scope;  // disjoint prefixes
+  std::string stream_created;            // stream identity (creation time)
+  uint64_t live_keys = 0;                // entries that are not tombstones
+  uint64_t entries = 0;                  // live keys + tombstones
+
+  friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
+};
+
+// What one Commit writes: entries (each replaces the key's record) and the
+// metadata fields that are set. Unset fields keep their stored value.
+struct FoldCommit {
+  std::map<std::string, Entry> entries;
+  std::optional<uint64_t> cursor;
+  std::optional<std::string> bucket;
+  std::optional<std::vector<std::string>> scope;
+  std::optional<std::string> stream_created;
+
+  bool empty() const {
+    return entries.empty() && !cursor && !bucket && !scope && !stream_created;
+  }
+};
+
+class Fold {
+ public:
+  Fold() = default;
+  Fold(const Fold&) = delete;
+  Fold& operator=(const Fold&) = delete;
+  virtual ~Fold() = default;
+
+  // Stores the key's entry (live or tombstone) in *out. NotFound when the
+  // fold has never seen the key.
+  virtual Status Get(std::string_view key, Entry* out) = 0;
+
+  // Calls fn for every entry whose key starts with `prefix`, in key byte
+  // order, over one consistent view. Tombstones are included only when
+  // `include_tombstones`. Iteration stops early when fn returns false.
+  virtual Status Scan(
+      std::string_view prefix, bool include_tombstones,
+      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
+
+  // The metadata as of the last commit.
+  virtual StatusOr<FoldMeta> ReadMeta() = 0;
+
+  // Writes `commit` atomically and, with the durable sync policy, durably.
+  // On failure nothing of it is visible. A cursor lower than the stored one
+  // is refused (FailedPrecondition): the cursor never moves backward.
+  virtual Status Commit(const FoldCommit& commit) = 0;
+};
+
+struct FoldOptions {
+  // fsync the write-ahead log on every commit. Without it a machine crash
+  // (not a process crash) may lose the newest commits, never tear one.
+  // Default: true.
+  bool sync = true;
+
+  // Create the fold directory when it does not exist. Default: true.
+  bool create_if_missing = true;
+
+  // Open as a read-only follower of a fold another process may be writing
+  // (RocksDB secondary instance). Commit then returns FailedPrecondition.
+  // Default: false.
+  bool read_only = false;
+};
+
+// Opens the RocksDB fold in directory `path`. The caller owns the result;
+// destroy it to close. Fails with IOError naming the path and the cause, or
+// Corruption when the directory holds something that is not a fold.
+StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
+                                              const FoldOptions& options = {});
+
+// A fold held in memory, for tests and simulation. Thread-safe as above.
+std::unique_ptr<Fold> NewMemoryFold();
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_FOLD_H_

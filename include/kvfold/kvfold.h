@@ -1,0 +1,15 @@
+// kvfold: mirror a NATS JetStream KV bucket into a durable local fold.
+// The umbrella header; each included header documents its own contract.
+
+#ifndef KVFOLD_KVFOLD_H_
+#define KVFOLD_KVFOLD_H_
+
+#include "kvfold/bucket.h"
+#include "kvfold/clock.h"
+#include "kvfold/connection.h"
+#include "kvfold/fold.h"
+#include "kvfold/scope.h"
+#include "kvfold/status.h"
+#include "kvfold/watcher.h"
+
+#endif  // KVFOLD_KVFOLD_H_

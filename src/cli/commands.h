@@ -1,0 +1,35 @@
+// The kvfold subcommands. Each registers its flags on the app and returns
+// the process exit code when run.
+
+#ifndef KVFOLD_CLI_COMMANDS_H_
+#define KVFOLD_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "kvfold/status.h"
+
+namespace kvfold::cli {
+
+// Exit codes: a contract scripts rely on.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitCursorExpired = 3;
+
+// Prints "kvfold <command>: <status>" to stderr and maps it to an exit code.
+int Report(const std::string& command, const Status& status);
+
+using Runner = std::function<int()>;
+
+Runner AddMirrorCommand(CLI::App& app);
+Runner AddDumpCommand(CLI::App& app);
+Runner AddStatusCommand(CLI::App& app);
+
+std::string Base64Encode(std::string_view bytes);
+
+}  // namespace kvfold::cli
+
+#endif  // KVFOLD_CLI_COMMANDS_H_

@@ -1,0 +1,43 @@
+// kvfold: mirror a NATS KV bucket into a local fold, and read it.
+
+#include <iostream>
+
+#include "cli/commands.h"
+
+namespace kvfold::cli {
+
+int Report(const std::string& command, const Status& status) {
+  if (status.ok()) return kExitOk;
+  std::cerr << "kvfold " << command << ": " << status.ToString() << "\n";
+  if (status.IsCursorExpired()) return kExitCursorExpired;
+  if (status.IsInvalidArgument()) return kExitUsage;
+  return kExitFailure;
+}
+
+}  // namespace kvfold::cli
+
+int main(int argc, char** argv) {
+  using namespace kvfold::cli;
+  CLI::App app{"kvfold: mirror a NATS JetStream KV bucket into a durable local fold"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kvfold 0.1.0");
+  Runner mirror = AddMirrorCommand(app);
+  Runner dump = AddDumpCommand(app);
+  Runner status = AddStatusCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitUsage;
+  }
+  if (app.got_subcommand("mirror")) return mirror();
+  if (app.got_subcommand("dump")) return dump();
+  if (app.got_subcommand("status")) return status();
+  return kExitUsage;
+}

@@ -1,0 +1,91 @@
+#include "nats/kv_subjects.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace kvfold::nats {
+
+std::string StreamName(std::string_view bucket) {
+  return "KV_" + std::string(bucket);
+}
+
+std::string SubjectPrefix(std::string_view bucket) {
+  return "$KV." + std::string(bucket) + ".";
+}
+
+std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
+                                             std::string_view subject) {
+  const std::string prefix = SubjectPrefix(bucket);
+  if (!subject.starts_with(prefix) || subject.size() == prefix.size()) {
+    return std::nullopt;
+  }
+  return subject.substr(prefix.size());
+}
+
+std::vector<std::string> ScopeFilters(std::string_view bucket,
+                                      const Scope& scope) {
+  const std::string base = SubjectPrefix(bucket);
+  std::vector<std::string> filters;
+  for (const auto& p : scope.prefixes()) {
+    const size_t dot = p.rfind('.');
+    // Tokens complete up to the last '.'; ">" matches one or more tokens,
+    // and a key always has at least one token after its prefix's last '.'.
+    const std::string head = dot == std::string::npos ? "" : p.substr(0, dot + 1);
+    filters.push_back(base + head + ">");
+  }
+  std::sort(filters.begin(), filters.end());
+  filters.erase(std::unique(filters.begin(), filters.end()), filters.end());
+  // Drop filters another one covers: "X.>" covers every filter starting "X.".
+  std::vector<std::string> disjoint;
+  for (auto& f : filters) {
+    if (!disjoint.empty()) {
+      const std::string& last = disjoint.back();
+      if (f.starts_with(std::string_view(last).substr(0, last.size() - 1))) {
+        continue;
+      }
+    }
+    disjoint.push_back(std::move(f));
+  }
+  return disjoint;
+}
+
+std::optional<AckReply> ParseAckReply(std::string_view reply) {
+  std::vector<std::string_view> tokens;
+  size_t start = 0;
+  while (true) {
+    size_t dot = reply.find('.', start);
+    tokens.push_back(reply.substr(start, dot == std::string_view::npos
+                                             ? std::string_view::npos
+                                             : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  if (tokens.size() < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") {
+    return std::nullopt;
+  }
+  // v1: $JS.ACK.stream.consumer.delivered.sseq.cseq.ts.pending (9 tokens)
+  // v2: $JS.ACK.domain.acchash.stream.consumer.delivered.sseq.cseq.ts.pending.token
+  size_t base = 0;
+  if (tokens.size() == 9) {
+    base = 2;
+  } else if (tokens.size() >= 11) {
+    base = 4;
+  } else {
+    return std::nullopt;
+  }
+  auto num = [](std::string_view t, uint64_t* out) {
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), *out);
+    return ec == std::errc() && ptr == t.data() + t.size();
+  };
+  AckReply out;
+  uint64_t delivered = 0;
+  uint64_t ts = 0;
+  if (!num(tokens[base + 2], &delivered) || !num(tokens[base + 3], &out.stream_seq) ||
+      !num(tokens[base + 4], &out.consumer_seq) || !num(tokens[base + 5], &ts) ||
+      !num(tokens[base + 6], &out.pending)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace kvfold::nats

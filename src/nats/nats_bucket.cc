@@ -1,0 +1,140 @@
+// BucketSource over a real NATS server.
+
+#include <chrono>
+
+#include "kvfold/connection.h"
+#include "nats/kv_subjects.h"
+#include "nats/nats_connection.h"
+#include "nats/ordered_delivery.h"
+
+namespace kvfold {
+namespace {
+
+using nlohmann::json;
+
+class NatsBucket final : public BucketSource {
+ public:
+  NatsBucket(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
+      : conn_(std::move(conn)),
+        bucket_(std::move(bucket)),
+        stream_(nats::StreamName(bucket_)) {}
+
+  const std::string& bucket() const override { return bucket_; }
+
+  StatusOr<StreamState> ReadStream() override {
+    auto reply = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
+    if (!reply.ok()) {
+      if (reply.status().IsNotFound()) {
+        return Status::NotFound("bucket " + bucket_ + " does not exist on " +
+                                conn_->url() + " (no stream " + stream_ + ")");
+      }
+      return reply.status();
+    }
+    const json& j = *reply;
+    if (!j.contains("config") || !j.contains("state") || !j.contains("created")) {
+      return Status::Corruption("stream info for " + stream_ +
+                                " lacks config, state or created");
+    }
+    const json& cfg = j["config"];
+    const json& st = j["state"];
+    StreamState out;
+    out.created = j["created"].get<std::string>();
+    out.first_seq = st.value("first_seq", uint64_t{0});
+    out.last_seq = st.value("last_seq", uint64_t{0});
+    out.messages = st.value("messages", uint64_t{0});
+    out.max_msgs = cfg.value("max_msgs", int64_t{-1});
+    out.max_bytes = cfg.value("max_bytes", int64_t{-1});
+    out.max_age_ns = cfg.value("max_age", int64_t{0});
+    out.history = cfg.value("max_msgs_per_subject", int64_t{1});
+    out.discard_new = cfg.value("discard", std::string("old")) == "new";
+    out.allow_msg_ttl = cfg.value("allow_msg_ttl", false);
+    return out;
+  }
+
+  StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
+                                           const Scope& scope) override {
+    auto d = OpenOrdered(start, scope, /*headers_only=*/false);
+    if (!d.ok()) return d.status();
+    return std::unique_ptr<Delivery>(std::move(d).value());
+  }
+
+  Status ListKeys(
+      const Scope& scope,
+      const std::function<Status(std::string_view, uint64_t)>& fn,
+      uint64_t* last_seq) override {
+    // The stream's last sequence is read before the listing starts, so it is
+    // an upper bound only for what the listing could have missed.
+    auto state = ReadStream();
+    if (!state.ok()) return state.status();
+    *last_seq = state->last_seq;
+    auto d = OpenOrdered(DeliveryStart{}, scope, /*headers_only=*/true);
+    if (!d.ok()) return d.status();
+    uint64_t received = 0;
+    while (true) {
+      auto ev = (*d)->Next(std::chrono::milliseconds(200));
+      if (!ev.ok()) return ev.status();
+      if (ev->kind == DeliveryEvent::Kind::kReset) {
+        return Status::Unavailable("key listing of bucket " + bucket_ +
+                                   " broke: " + ev->reason);
+      }
+      if (ev->kind == DeliveryEvent::Kind::kMessage) {
+        const BucketMessage& m = ev->message;
+        received = m.seq;
+        if (m.op == Op::kPut && scope.Contains(m.key)) {
+          KVFOLD_RETURN_IF_ERROR(fn(m.key, m.seq));
+        }
+        if (m.pending == 0) return Status::OK();
+        continue;
+      }
+      auto p = (*d)->Progress();
+      if (!p.ok()) return p.status();
+      if (p->num_pending == 0 && received >= p->delivered_seq) return Status::OK();
+    }
+  }
+
+ private:
+  StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(
+      const DeliveryStart& start, const Scope& scope, bool headers_only) {
+    nats::OrderedDeliveryConfig cfg;
+    cfg.bucket = bucket_;
+    cfg.start = start;
+    cfg.filters = nats::ScopeFilters(bucket_, scope);
+    cfg.headers_only = headers_only;
+    return nats::OrderedDelivery::Open(conn_, std::move(cfg), &multi_filter_);
+  }
+
+  std::shared_ptr<nats::NatsConnection> conn_;
+  std::string bucket_;
+  std::string stream_;
+  bool multi_filter_ = true;  // until a server shows it ignores filter_subjects
+};
+
+}  // namespace
+
+Status ValidateBucketName(const std::string& bucket) {
+  if (bucket.empty()) return Status::InvalidArgument("bucket name is empty");
+  for (char c : bucket) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!ok) {
+      return Status::InvalidArgument("bucket name \"" + bucket +
+                                     "\" has character '" + std::string(1, c) +
+                                     "'; allowed are [-_a-zA-Z0-9]");
+    }
+  }
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(
+    const ConnectOptions& options, const std::string& bucket) {
+  KVFOLD_RETURN_IF_ERROR(ValidateBucketName(bucket));
+  auto conn = nats::NatsConnection::Connect(options);
+  if (!conn.ok()) return conn.status();
+  auto source = std::make_unique<NatsBucket>(*conn, bucket);
+  // Fail early and clearly when the bucket is missing.
+  auto state = source->ReadStream();
+  if (!state.ok()) return state.status();
+  return std::unique_ptr<BucketSource>(std::move(source));
+}
+
+}  // namespace kvfold

@@ -1,0 +1,147 @@
+#include "nats/nats_connection.h"
+
+namespace kvfold::nats {
+
+std::string NatsError(natsStatus s) {
+  std::string out = natsStatus_GetText(s);
+  natsStatus last_status = NATS_OK;
+  const char* last = nats_GetLastError(&last_status);
+  if (last != nullptr && *last != '\0' && out != last) {
+    out += " (";
+    out += last;
+    out += ")";
+  }
+  return out;
+}
+
+StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
+    const ConnectOptions& options) {
+  std::shared_ptr<NatsConnection> c(new NatsConnection());
+  c->timeout_ = options.timeout;
+  c->url_ = options.url;
+  natsStatus s = natsOptions_Create(&c->opts_);
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument(what + ": " + NatsError(s));
+  };
+  if (s != NATS_OK) return bad("creating connection options");
+  natsOptions* o = c->opts_;
+  if ((s = natsOptions_SetURL(o, options.url.c_str())) != NATS_OK) {
+    return bad("server URL \"" + options.url + "\"");
+  }
+  natsOptions_SetName(o, options.name.c_str());
+  natsOptions_SetTimeout(o, options.timeout.count());
+  natsOptions_SetMaxReconnect(o, -1);
+  natsOptions_SetReconnectWait(o, 500);
+  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, c.get());
+  natsOptions_SetReconnectedCB(o, &NatsConnection::OnReconnected, c.get());
+  natsOptions_SetErrorHandler(o, &NatsConnection::OnError, c.get());
+  if (!options.creds_file.empty() &&
+      (s = natsOptions_SetUserCredentialsFromFiles(
+           o, options.creds_file.c_str(), nullptr)) != NATS_OK) {
+    return bad("credentials file " + options.creds_file);
+  }
+  if (!options.user.empty() &&
+      (s = natsOptions_SetUserInfo(o, options.user.c_str(),
+                                   options.password.c_str())) != NATS_OK) {
+    return bad("user and password");
+  }
+  if (!options.token.empty() &&
+      (s = natsOptions_SetToken(o, options.token.c_str())) != NATS_OK) {
+    return bad("token");
+  }
+  const bool tls = !options.tls_ca_file.empty() ||
+                   !options.tls_cert_file.empty() ||
+                   !options.tls_key_file.empty();
+  if (tls) {
+    if ((s = natsOptions_SetSecure(o, true)) != NATS_OK) return bad("TLS");
+    if (!options.tls_ca_file.empty() &&
+        (s = natsOptions_LoadCATrustedCertificates(
+             o, options.tls_ca_file.c_str())) != NATS_OK) {
+      return bad("TLS CA file " + options.tls_ca_file);
+    }
+    if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+      return Status::InvalidArgument(
+          "a TLS client certificate needs both a certificate and a key file");
+    }
+    if (!options.tls_cert_file.empty() &&
+        (s = natsOptions_LoadCertificatesChain(
+             o, options.tls_cert_file.c_str(),
+             options.tls_key_file.c_str())) != NATS_OK) {
+      return bad("TLS certificate " + options.tls_cert_file);
+    }
+  }
+  if ((s = natsConnection_Connect(&c->conn_, o)) != NATS_OK) {
+    return Status::Unavailable("cannot connect to " + options.url + ": " +
+                               NatsError(s));
+  }
+  return c;
+}
+
+NatsConnection::~NatsConnection() {
+  if (conn_ != nullptr) {
+    natsConnection_Close(conn_);
+    natsConnection_Destroy(conn_);
+  }
+  if (opts_ != nullptr) natsOptions_Destroy(opts_);
+}
+
+void NatsConnection::OnDisconnected(natsConnection*, void* closure) {
+  static_cast<NatsConnection*>(closure)->generation_.fetch_add(1);
+}
+
+void NatsConnection::OnReconnected(natsConnection*, void* closure) {
+  static_cast<NatsConnection*>(closure)->generation_.fetch_add(1);
+}
+
+void NatsConnection::OnError(natsConnection*, natsSubscription* sub,
+                             natsStatus err, void* closure) {
+  if (err != NATS_SLOW_CONSUMER || sub == nullptr) return;
+  auto* self = static_cast<NatsConnection*>(closure);
+  std::lock_guard lock(self->mu_);
+  self->slow_.insert(sub);
+}
+
+bool NatsConnection::TakeSlowConsumer(natsSubscription* sub) {
+  std::lock_guard lock(mu_);
+  return slow_.erase(sub) > 0;
+}
+
+StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
+                                                    const nlohmann::json& body) {
+  const std::string subject = "$JS.API." + api;
+  const std::string data = body.is_null() ? std::string() : body.dump();
+  natsMsg* reply = nullptr;
+  natsStatus s = natsConnection_Request(&reply, conn_, subject.c_str(),
+                                        data.data(), static_cast<int>(data.size()),
+                                        timeout_.count());
+  if (s == NATS_NO_RESPONDERS) {
+    return Status::Unavailable("JetStream is not enabled on " + url_ +
+                               " (no responders for " + subject + ")");
+  }
+  if (s != NATS_OK) {
+    return Status::Unavailable("JetStream request " + subject + " to " + url_ +
+                               " failed: " + NatsError(s));
+  }
+  std::string text(natsMsg_GetData(reply),
+                   static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  natsMsg_Destroy(reply);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Corruption("JetStream answered " + subject +
+                              " with something that is not a JSON object");
+  }
+  if (j.contains("error")) {
+    const auto& e = j["error"];
+    const int code = e.value("code", 0);
+    const std::string desc = e.value("description", std::string("unknown error"));
+    const std::string msg = subject + ": " + desc + " (code " +
+                            std::to_string(code) + ", err_code " +
+                            std::to_string(e.value("err_code", 0)) + ")";
+    if (code == 404) return Status::NotFound(msg);
+    if (code == 503) return Status::Unavailable(msg);
+    return Status::FailedPrecondition(msg);
+  }
+  return j;
+}
+
+}  // namespace kvfold::nats

@@ -1,0 +1,75 @@
+// One nats.c connection: connect options, reconnect tracking, and JSON
+// requests to the JetStream API.
+//
+// Thread safety: all methods may be called from any thread.
+
+#ifndef KVFOLD_NATS_NATS_CONNECTION_H_
+#define KVFOLD_NATS_NATS_CONNECTION_H_
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kvfold/connection.h"
+#include "kvfold/status.h"
+
+namespace kvfold::nats {
+
+class NatsConnection {
+ public:
+  // Connects with `options`. Unavailable when no server answers,
+  // InvalidArgument for options nats.c refuses (a missing creds file, ...).
+  static StatusOr<std::shared_ptr<NatsConnection>> Connect(
+      const ConnectOptions& options);
+
+  NatsConnection(const NatsConnection&) = delete;
+  NatsConnection& operator=(const NatsConnection&) = delete;
+  ~NatsConnection();
+
+  natsConnection* raw() const { return conn_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& url() const { return url_; }
+
+  // Bumped on every disconnect and reconnect: a delivery opened under an
+  // older generation may have lost messages or its server-side consumer.
+  uint64_t generation() const { return generation_.load(); }
+
+  // True once after nats.c reported `sub` as a slow consumer.
+  bool TakeSlowConsumer(natsSubscription* sub);
+
+  // Sends `body` to the JetStream API subject "$JS.API.<api>" and returns the
+  // reply. An API error becomes NotFound (code 404) or FailedPrecondition
+  // with the server's description; no reply becomes Unavailable.
+  StatusOr<nlohmann::json> ApiRequest(const std::string& api,
+                                      const nlohmann::json& body);
+
+ private:
+  NatsConnection() = default;
+
+  static void OnDisconnected(natsConnection*, void* closure);
+  static void OnReconnected(natsConnection*, void* closure);
+  static void OnError(natsConnection*, natsSubscription* sub, natsStatus err,
+                      void* closure);
+
+  natsConnection* conn_ = nullptr;
+  natsOptions* opts_ = nullptr;
+  std::chrono::milliseconds timeout_{5000};
+  std::string url_;
+  std::atomic<uint64_t> generation_{0};
+  std::mutex mu_;
+  std::set<natsSubscription*> slow_;
+};
+
+// "<natsStatus text>: <nats.c's last error>" for messages.
+std::string NatsError(natsStatus s);
+
+}  // namespace kvfold::nats
+
+#endif  // KVFOLD_NATS_NATS_CONNECTION_H_

@@ -1,0 +1,236 @@
+#include "nats/ordered_delivery.h"
+
+#include <cstring>
+
+#include "nats/kv_subjects.h"
+
+namespace kvfold::nats {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+std::string Header(natsMsg* msg, const char* name) {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(msg, name, &v) != NATS_OK || v == nullptr) return "";
+  return v;
+}
+
+}  // namespace
+
+OrderedDelivery::OrderedDelivery(std::shared_ptr<NatsConnection> conn,
+                                 OrderedDeliveryConfig config)
+    : conn_(std::move(conn)),
+      config_(std::move(config)),
+      stream_(StreamName(config_.bucket)) {}
+
+StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
+    std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config,
+    bool* multi_filter_supported) {
+  std::unique_ptr<OrderedDelivery> d(
+      new OrderedDelivery(std::move(conn), std::move(config)));
+  // Read the generation before subscribing: a reconnect racing with the
+  // set-up must show up as a reset, not be missed.
+  d->generation_ = d->conn_->generation();
+  natsInbox* inbox = nullptr;
+  natsStatus s = natsInbox_Create(&inbox);
+  if (s != NATS_OK) return Status::Internal("creating an inbox: " + NatsError(s));
+  d->inbox_ = inbox;
+  natsInbox_Destroy(inbox);
+  s = natsConnection_SubscribeSync(&d->sub_, d->conn_->raw(), d->inbox_.c_str());
+  if (s != NATS_OK) {
+    return Status::Unavailable("subscribing to a delivery inbox: " + NatsError(s));
+  }
+  // Unlimited client-side buffering: flow control bounds what the server
+  // sends, and a dropped message would be a silent gap.
+  natsSubscription_SetPendingLimits(d->sub_, -1, -1);
+
+  const auto& filters = d->config_.filters;
+  bool honored = true;
+  if (filters.size() > 1 && *multi_filter_supported) {
+    Status cs = d->Create(filters, &honored);
+    if (!cs.ok() && !cs.IsFailedPrecondition()) return cs;
+    if (cs.ok() && honored) return d;
+    if (cs.ok()) d->DeleteConsumer();
+    *multi_filter_supported = false;
+  }
+  if (filters.size() > 1) {
+    // nats-server 2.9 ignores filter_subjects: take the whole bucket and
+    // filter client-side.
+    KVFOLD_RETURN_IF_ERROR(
+        d->Create({SubjectPrefix(d->config_.bucket) + ">"}, &honored));
+  } else {
+    KVFOLD_RETURN_IF_ERROR(d->Create(filters, &honored));
+  }
+  return d;
+}
+
+Status OrderedDelivery::Create(const std::vector<std::string>& filters,
+                               bool* filters_honored) {
+  json cfg = {
+      {"deliver_subject", inbox_},
+      {"ack_policy", "none"},
+      {"max_deliver", 1},
+      {"replay_policy", "instant"},
+      {"flow_control", true},
+      {"idle_heartbeat",
+       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.heartbeat).count()},
+      {"mem_storage", true},
+      {"num_replicas", 1},
+      {"inactive_threshold", int64_t{30} * 1000 * 1000 * 1000},
+      {"headers_only", config_.headers_only},
+  };
+  if (config_.start.from_seq) {
+    cfg["deliver_policy"] = "by_start_sequence";
+    cfg["opt_start_seq"] = *config_.start.from_seq;
+  } else {
+    cfg["deliver_policy"] = "last_per_subject";
+  }
+  if (filters.size() == 1) {
+    cfg["filter_subject"] = filters[0];
+  } else {
+    cfg["filter_subjects"] = filters;
+  }
+  json req = {{"stream_name", stream_}, {"config", cfg}};
+  auto reply = conn_->ApiRequest("CONSUMER.CREATE." + stream_, req);
+  if (!reply.ok()) {
+    return reply.status().WithContext("creating a consumer on " + stream_);
+  }
+  consumer_ = reply->value("name", std::string());
+  if (consumer_.empty()) {
+    return Status::Corruption("consumer create reply on " + stream_ +
+                              " names no consumer");
+  }
+  const json& echoed = (*reply)["config"];
+  *filters_honored = filters.size() == 1 ||
+                     (echoed.is_object() && echoed.contains("filter_subjects") &&
+                      echoed["filter_subjects"].size() == filters.size());
+  last_heard_ = Clock::now();
+  return Status::OK();
+}
+
+void OrderedDelivery::DeleteConsumer() {
+  if (consumer_.empty()) return;
+  // Best effort: after a server restart the consumer is already gone, and
+  // the inactive threshold removes it if this request is lost.
+  (void)conn_->ApiRequest("CONSUMER.DELETE." + stream_ + "." + consumer_, nullptr);
+  consumer_.clear();
+}
+
+OrderedDelivery::~OrderedDelivery() {
+  if (sub_ != nullptr) {
+    natsSubscription_Unsubscribe(sub_);
+    conn_->TakeSlowConsumer(sub_);
+    natsSubscription_Destroy(sub_);
+  }
+  DeleteConsumer();
+}
+
+DeliveryEvent OrderedDelivery::Reset(std::string reason) {
+  DeliveryEvent ev;
+  ev.kind = DeliveryEvent::Kind::kReset;
+  ev.reason = std::move(reason);
+  return ev;
+}
+
+StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (conn_->generation() != generation_) {
+      return Reset("the connection to the server was lost or re-established");
+    }
+    if (conn_->TakeSlowConsumer(sub_)) {
+      return Reset("the client dropped messages (slow consumer)");
+    }
+    const auto now = Clock::now();
+    if (now - last_heard_ > 3 * config_.heartbeat) {
+      return Reset("no message or heartbeat for three heartbeat intervals");
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    natsMsg* msg = nullptr;
+    natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
+    if (s == NATS_TIMEOUT) {
+      if (Clock::now() >= deadline) return DeliveryEvent{};
+      continue;
+    }
+    if (s == NATS_SLOW_CONSUMER) {
+      return Reset("the client dropped messages (slow consumer)");
+    }
+    if (s != NATS_OK) {
+      return Reset("reading the delivery failed: " + NatsError(s));
+    }
+    last_heard_ = Clock::now();
+    std::unique_ptr<natsMsg, void (*)(natsMsg*)> owned(msg, natsMsg_Destroy);
+    const std::string status = Header(msg, "Status");
+    if (!status.empty() && natsMsg_GetDataLength(msg) == 0 && status == "100") {
+      const char* reply = natsMsg_GetReply(msg);
+      if (reply != nullptr && *reply != '\0') {
+        // Flow control request: answering it lets the server send more.
+        natsConnection_Publish(conn_->raw(), reply, nullptr, 0);
+        continue;
+      }
+      const std::string stalled = Header(msg, "Nats-Consumer-Stalled");
+      if (!stalled.empty()) {
+        natsConnection_Publish(conn_->raw(), stalled.c_str(), nullptr, 0);
+      }
+      const std::string last = Header(msg, "Nats-Last-Consumer");
+      if (!last.empty() && last != std::to_string(last_consumer_seq_)) {
+        return Reset("heartbeat says the consumer sent message " + last +
+                     " but only " + std::to_string(last_consumer_seq_) +
+                     " arrived");
+      }
+      continue;
+    }
+    if (!status.empty()) {
+      return Reset("the server sent status " + status + " " +
+                   Header(msg, "Description"));
+    }
+    const char* reply = natsMsg_GetReply(msg);
+    auto ack = ParseAckReply(reply == nullptr ? "" : reply);
+    if (!ack) {
+      return Status::Corruption(std::string("delivery message has no JetStream "
+                                            "metadata (reply \"") +
+                                (reply ? reply : "") + "\")");
+    }
+    if (ack->consumer_seq != last_consumer_seq_ + 1) {
+      return Reset("consumer sequence jumped from " +
+                   std::to_string(last_consumer_seq_) + " to " +
+                   std::to_string(ack->consumer_seq));
+    }
+    last_consumer_seq_ = ack->consumer_seq;
+    auto key = KeyOfSubject(config_.bucket, natsMsg_GetSubject(msg));
+    if (!key) {
+      return Status::Corruption(std::string("message subject ") +
+                                natsMsg_GetSubject(msg) + " is not in bucket " +
+                                config_.bucket);
+    }
+    DeliveryEvent ev;
+    ev.kind = DeliveryEvent::Kind::kMessage;
+    ev.message.key = std::string(*key);
+    ev.message.seq = ack->stream_seq;
+    ev.message.pending = ack->pending;
+    const std::string op = Header(msg, "KV-Operation");
+    if (op == "DEL") {
+      ev.message.op = Op::kDelete;
+    } else if (op == "PURGE") {
+      ev.message.op = Op::kPurge;
+    } else {
+      ev.message.op = Op::kPut;
+      ev.message.value.assign(natsMsg_GetData(msg),
+                              static_cast<size_t>(natsMsg_GetDataLength(msg)));
+    }
+    return ev;
+  }
+}
+
+StatusOr<DeliveryProgress> OrderedDelivery::Progress() {
+  auto reply = conn_->ApiRequest("CONSUMER.INFO." + stream_ + "." + consumer_, nullptr);
+  if (!reply.ok()) return reply.status();
+  DeliveryProgress p;
+  const json& delivered = (*reply)["delivered"];
+  if (delivered.is_object()) p.delivered_seq = delivered.value("stream_seq", uint64_t{0});
+  p.num_pending = reply->value("num_pending", uint64_t{0});
+  return p;
+}
+
+}  // namespace kvfold::nats

@@ -1,0 +1,65 @@
+// An ordered push consumer (ADR-17) built by hand over the JetStream API, so
+// kvfold controls when it is re-created: an ephemeral, memory-stored, ack-none
+// consumer with flow control and idle heartbeats, delivering to a private
+// inbox. Any gap, reconnect, slow-consumer report or missed heartbeat is
+// reported as a reset; the watcher then opens a new one from the last
+// sequence it received, with its window check.
+
+#ifndef KVFOLD_NATS_ORDERED_DELIVERY_H_
+#define KVFOLD_NATS_ORDERED_DELIVERY_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvfold/bucket.h"
+#include "nats/nats_connection.h"
+
+namespace kvfold::nats {
+
+struct OrderedDeliveryConfig {
+  std::string bucket;
+  DeliveryStart start;
+  std::vector<std::string> filters;  // at least one
+  bool headers_only = false;
+  std::chrono::milliseconds heartbeat{5000};
+};
+
+class OrderedDelivery final : public Delivery {
+ public:
+  // Subscribes, then creates the consumer. With several filters it asks for
+  // `filter_subjects` (nats-server 2.10+); a server that ignores or refuses
+  // it gets one consumer over the whole bucket instead and
+  // *multi_filter_supported is set false.
+  static StatusOr<std::unique_ptr<OrderedDelivery>> Open(
+      std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config,
+      bool* multi_filter_supported);
+
+  ~OrderedDelivery() override;
+
+  StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) override;
+  StatusOr<DeliveryProgress> Progress() override;
+
+ private:
+  OrderedDelivery(std::shared_ptr<NatsConnection> conn,
+                  OrderedDeliveryConfig config);
+
+  Status Create(const std::vector<std::string>& filters, bool* filters_honored);
+  void DeleteConsumer();
+  static DeliveryEvent Reset(std::string reason);
+
+  std::shared_ptr<NatsConnection> conn_;
+  OrderedDeliveryConfig config_;
+  std::string stream_;
+  std::string inbox_;
+  natsSubscription* sub_ = nullptr;
+  std::string consumer_;
+  uint64_t generation_ = 0;
+  uint64_t last_consumer_seq_ = 0;
+  std::chrono::steady_clock::time_point last_heard_;
+};
+
+}  // namespace kvfold::nats
+
+#endif  // KVFOLD_NATS_ORDERED_DELIVERY_H_

@@ -1,0 +1,76 @@
+// A fold in memory: same contract as the RocksDB one, for tests and
+// simulation.
+
+#include <mutex>
+
+#include "kvfold/fold.h"
+#include "store/record_codec.h"
+
+namespace kvfold {
+namespace {
+
+class MemoryFold final : public Fold {
+ public:
+  Status Get(std::string_view key, Entry* out) override {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(std::string(key));
+    if (it == entries_.end()) return Status::NotFound(std::string(key));
+    *out = it->second;
+    return Status::OK();
+  }
+
+  Status Scan(std::string_view prefix, bool include_tombstones,
+              const std::function<bool(std::string_view, const Entry&)>& fn)
+      override {
+    std::map<std::string, Entry, std::less<>> view;
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = entries_.lower_bound(prefix);
+           it != entries_.end() && it->first.starts_with(prefix); ++it) {
+        view.insert(*it);
+      }
+    }
+    for (const auto& [key, entry] : view) {
+      if (entry.deleted && !include_tombstones) continue;
+      if (!fn(key, entry)) break;
+    }
+    return Status::OK();
+  }
+
+  StatusOr<FoldMeta> ReadMeta() override {
+    std::lock_guard lock(mu_);
+    return meta_;
+  }
+
+  Status Commit(const FoldCommit& commit) override {
+    std::lock_guard lock(mu_);
+    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor) {
+      return Status::FailedPrecondition(
+          "refusing to move the fold's cursor backward from " +
+          std::to_string(*meta_.cursor) + " to " +
+          std::to_string(*commit.cursor));
+    }
+    for (const auto& [key, entry] : commit.entries) {
+      auto it = entries_.find(key);
+      store::CountReplacement(it == entries_.end() ? nullptr : &it->second,
+                              entry, &meta_);
+      entries_[key] = entry;
+    }
+    if (commit.cursor) meta_.cursor = commit.cursor;
+    if (commit.bucket) meta_.bucket = *commit.bucket;
+    if (commit.scope) meta_.scope = commit.scope;
+    if (commit.stream_created) meta_.stream_created = *commit.stream_created;
+    return Status::OK();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_;
+  FoldMeta meta_;
+};
+
+}  // namespace
+
+std::unique_ptr<Fold> NewMemoryFold() { return std::make_unique<MemoryFold>(); }
+
+}  // namespace kvfold

@@ -1,0 +1,114 @@
+#include "store/record_codec.h"
+
+namespace kvfold::store {
+namespace {
+
+void AppendU64(std::string* out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out->push_back(static_cast<char>((v >> shift) & 0xff));
+  }
+}
+
+uint64_t ReadU64(std::string_view b) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b[i]);
+  return v;
+}
+
+}  // namespace
+
+std::string EntryStoreKey(std::string_view key) {
+  std::string out(1, kEntryTag);
+  out.append(key);
+  return out;
+}
+
+std::string MetaStoreKey(std::string_view name) {
+  std::string out(1, kMetaTag);
+  out.append(name);
+  return out;
+}
+
+std::string EncodeEntry(const Entry& entry) {
+  std::string out;
+  out.reserve(9 + entry.value.size());
+  out.push_back(entry.deleted ? 1 : 0);
+  AppendU64(&out, entry.revision);
+  if (!entry.deleted) out.append(entry.value);
+  return out;
+}
+
+Status DecodeEntry(std::string_view bytes, Entry* out) {
+  if (bytes.size() < 9) {
+    return Status::Corruption("fold entry record is " +
+                              std::to_string(bytes.size()) +
+                              " bytes, shorter than its 9-byte header");
+  }
+  const auto flags = static_cast<uint8_t>(bytes[0]);
+  if (flags > 1) {
+    return Status::Corruption("fold entry record has unknown flags " +
+                              std::to_string(flags));
+  }
+  out->deleted = flags == 1;
+  out->revision = ReadU64(bytes.substr(1, 8));
+  if (out->deleted && bytes.size() != 9) {
+    return Status::Corruption("fold tombstone record carries a value");
+  }
+  out->value.assign(bytes.substr(9));
+  return Status::OK();
+}
+
+std::string EncodeU64(uint64_t v) {
+  std::string out;
+  AppendU64(&out, v);
+  return out;
+}
+
+Status DecodeU64(std::string_view bytes, uint64_t* out) {
+  if (bytes.size() != 8) {
+    return Status::Corruption("fold metadata number is " +
+                              std::to_string(bytes.size()) +
+                              " bytes, expected 8");
+  }
+  *out = ReadU64(bytes);
+  return Status::OK();
+}
+
+std::string EncodeStringList(const std::vector<std::string>& list) {
+  std::string out;
+  for (const auto& s : list) {
+    const auto n = static_cast<uint32_t>(s.size());
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      out.push_back(static_cast<char>((n >> shift) & 0xff));
+    }
+    out.append(s);
+  }
+  return out;
+}
+
+Status DecodeStringList(std::string_view bytes, std::vector<std::string>* out) {
+  out->clear();
+  while (!bytes.empty()) {
+    if (bytes.size() < 4) {
+      return Status::Corruption("fold metadata list ends inside a length");
+    }
+    uint32_t n = 0;
+    for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+    bytes.remove_prefix(4);
+    if (bytes.size() < n) {
+      return Status::Corruption("fold metadata list ends inside an item");
+    }
+    out->emplace_back(bytes.substr(0, n));
+    bytes.remove_prefix(n);
+  }
+  return Status::OK();
+}
+
+void CountReplacement(const Entry* before, const Entry& after, FoldMeta* meta) {
+  if (before == nullptr) ++meta->entries;
+  const bool was_live = before != nullptr && !before->deleted;
+  if (was_live && after.deleted) --meta->live_keys;
+  if (!was_live && !after.deleted) ++meta->live_keys;
+}
+
+}  // namespace kvfold::store

@@ -1,0 +1,42 @@
+// How fold records and metadata are laid out as bytes. See docs/fold-format.md.
+
+#ifndef KVFOLD_STORE_RECORD_CODEC_H_
+#define KVFOLD_STORE_RECORD_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvfold/fold.h"
+#include "kvfold/status.h"
+
+namespace kvfold::store {
+
+// Store keys: entries live under 'e' + key, metadata under 'm' + name, so a
+// prefix scan over entries never meets metadata.
+inline constexpr char kEntryTag = 'e';
+inline constexpr char kMetaTag = 'm';
+
+std::string EntryStoreKey(std::string_view key);
+std::string MetaStoreKey(std::string_view name);
+
+// Entry record: one flags byte (bit 0: tombstone), the revision as 8 bytes
+// big-endian, then the value bytes.
+std::string EncodeEntry(const Entry& entry);
+Status DecodeEntry(std::string_view bytes, Entry* out);
+
+std::string EncodeU64(uint64_t v);  // 8 bytes big-endian
+Status DecodeU64(std::string_view bytes, uint64_t* out);
+
+// A list of strings: each as 4-byte big-endian length + bytes.
+std::string EncodeStringList(const std::vector<std::string>& list);
+Status DecodeStringList(std::string_view bytes, std::vector<std::string>* out);
+
+// Live-key and entry counters move by what replacing `before` with `after`
+// changes. `before` is null when the key was never seen.
+void CountReplacement(const Entry* before, const Entry& after, FoldMeta* meta);
+
+}  // namespace kvfold::store
+
+#endif  // KVFOLD_STORE_RECORD_CODEC_H_

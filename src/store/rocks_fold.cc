@@ -1,0 +1,266 @@
+// The RocksDB fold backend. Layout: docs/fold-format.md.
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "kvfold/fold.h"
+#include "store/record_codec.h"
+
+namespace kvfold {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kFormatName = "format";
+constexpr std::string_view kFormatValue = "kvfold-fold-1";
+constexpr std::string_view kCursorName = "cursor";
+constexpr std::string_view kBucketName = "bucket";
+constexpr std::string_view kScopeName = "scope";
+constexpr std::string_view kCreatedName = "stream_created";
+constexpr std::string_view kLiveName = "live_keys";
+constexpr std::string_view kEntriesName = "entries";
+
+Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  std::string msg = std::string(what) + ": " + s.ToString();
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  return Status::IOError(msg);
+}
+
+class RocksFold final : public Fold {
+ public:
+  RocksFold(std::unique_ptr<rocksdb::DB> db, std::string path,
+            FoldOptions options, std::string secondary_dir)
+      : db_(std::move(db)),
+        path_(std::move(path)),
+        options_(options),
+        secondary_dir_(std::move(secondary_dir)) {}
+
+  ~RocksFold() override {
+    db_.reset();
+    if (!secondary_dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(secondary_dir_, ec);
+    }
+  }
+
+  Status Get(std::string_view key, Entry* out) override {
+    std::string bytes;
+    auto s = db_->Get(rocksdb::ReadOptions(), store::EntryStoreKey(key), &bytes);
+    if (s.IsNotFound()) return Status::NotFound(std::string(key));
+    if (!s.ok()) return FromRocks(s, "reading key " + std::string(key));
+    return store::DecodeEntry(bytes, out);
+  }
+
+  Status Scan(std::string_view prefix, bool include_tombstones,
+              const std::function<bool(std::string_view, const Entry&)>& fn)
+      override {
+    KVFOLD_RETURN_IF_ERROR(CatchUp());
+    const std::string start = store::EntryStoreKey(prefix);
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    Entry entry;
+    for (it->Seek(start); it->Valid(); it->Next()) {
+      const rocksdb::Slice k = it->key();
+      if (!k.starts_with(start)) break;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
+          std::string_view(it->value().data(), it->value().size()), &entry));
+      if (entry.deleted && !include_tombstones) continue;
+      if (!fn(std::string_view(k.data() + 1, k.size() - 1), entry)) break;
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning the fold");
+    return Status::OK();
+  }
+
+  StatusOr<FoldMeta> ReadMeta() override {
+    KVFOLD_RETURN_IF_ERROR(CatchUp());
+    rocksdb::ReadOptions ro;
+    const rocksdb::Snapshot* snap = db_->GetSnapshot();
+    ro.snapshot = snap;
+    auto meta = ReadMetaAt(ro);
+    db_->ReleaseSnapshot(snap);
+    return meta;
+  }
+
+  Status Commit(const FoldCommit& commit) override {
+    if (options_.read_only) {
+      return Status::FailedPrecondition("fold " + path_ +
+                                        " is open read-only");
+    }
+    auto current = ReadMetaAt(rocksdb::ReadOptions());
+    if (!current.ok()) return current.status();
+    FoldMeta meta = *current;
+    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor) {
+      return Status::FailedPrecondition(
+          "refusing to move the fold's cursor backward from " +
+          std::to_string(*meta.cursor) + " to " + std::to_string(*commit.cursor));
+    }
+    rocksdb::WriteBatch batch;
+    for (const auto& [key, entry] : commit.entries) {
+      Entry before;
+      Status got = Get(key, &before);
+      if (!got.ok() && !got.IsNotFound()) return got;
+      store::CountReplacement(got.ok() ? &before : nullptr, entry, &meta);
+      batch.Put(store::EntryStoreKey(key), store::EncodeEntry(entry));
+    }
+    auto put_meta = [&batch](std::string_view name, const std::string& v) {
+      batch.Put(store::MetaStoreKey(name), v);
+    };
+    if (commit.cursor) put_meta(kCursorName, store::EncodeU64(*commit.cursor));
+    if (commit.bucket) put_meta(kBucketName, *commit.bucket);
+    if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
+    if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
+    if (!commit.entries.empty()) {
+      put_meta(kLiveName, store::EncodeU64(meta.live_keys));
+      put_meta(kEntriesName, store::EncodeU64(meta.entries));
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.sync;
+    auto s = db_->Write(wo, &batch);
+    if (!s.ok()) return FromRocks(s, "committing to fold " + path_);
+    return Status::OK();
+  }
+
+ private:
+  Status CatchUp() {
+    if (!options_.read_only) return Status::OK();
+    auto s = db_->TryCatchUpWithPrimary();
+    if (!s.ok()) return FromRocks(s, "following fold " + path_);
+    return Status::OK();
+  }
+
+  StatusOr<FoldMeta> ReadMetaAt(const rocksdb::ReadOptions& ro) {
+    FoldMeta meta;
+    std::string v;
+    auto read = [&](std::string_view name, bool* found) -> Status {
+      auto s = db_->Get(ro, store::MetaStoreKey(name), &v);
+      *found = s.ok();
+      if (s.ok() || s.IsNotFound()) return Status::OK();
+      return FromRocks(s, "reading fold metadata " + std::string(name));
+    };
+    bool found = false;
+    KVFOLD_RETURN_IF_ERROR(read(kCursorName, &found));
+    if (found) {
+      uint64_t c = 0;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &c));
+      meta.cursor = c;
+    }
+    KVFOLD_RETURN_IF_ERROR(read(kBucketName, &found));
+    if (found) meta.bucket = v;
+    KVFOLD_RETURN_IF_ERROR(read(kScopeName, &found));
+    if (found) {
+      std::vector<std::string> scope;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeStringList(v, &scope));
+      meta.scope = std::move(scope);
+    }
+    KVFOLD_RETURN_IF_ERROR(read(kCreatedName, &found));
+    if (found) meta.stream_created = v;
+    KVFOLD_RETURN_IF_ERROR(read(kLiveName, &found));
+    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.live_keys));
+    KVFOLD_RETURN_IF_ERROR(read(kEntriesName, &found));
+    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.entries));
+    return meta;
+  }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string path_;
+  FoldOptions options_;
+  std::string secondary_dir_;  // removed on close
+};
+
+// Refuses a directory that holds files but no RocksDB database, so a typo
+// in --fold never scribbles into an unrelated directory.
+Status CheckDirectory(const std::string& path, const FoldOptions& options) {
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (!exists) {
+    if (options.read_only || !options.create_if_missing) {
+      return Status::NotFound("no fold at " + path +
+                              " (the directory does not exist)");
+    }
+    return Status::OK();
+  }
+  if (!fs::is_directory(path, ec)) {
+    return Status::InvalidArgument(path + " is not a directory");
+  }
+  const bool has_db = fs::exists(fs::path(path) / "CURRENT", ec);
+  if (has_db) return Status::OK();
+  if (options.read_only) {
+    return Status::NotFound("no fold at " + path +
+                            " (no RocksDB database in the directory)");
+  }
+  if (!fs::is_empty(path, ec)) {
+    return Status::FailedPrecondition(
+        path + " is not empty and holds no fold; point --fold at an empty or "
+               "new directory");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
+                                              const FoldOptions& options) {
+  KVFOLD_RETURN_IF_ERROR(CheckDirectory(path, options));
+  rocksdb::Options ro;
+  ro.create_if_missing = options.create_if_missing && !options.read_only;
+  ro.IncreaseParallelism(2);
+  ro.keep_log_file_num = 4;
+  rocksdb::DB* raw = nullptr;
+  std::string secondary_dir;
+  rocksdb::Status s;
+  if (options.read_only) {
+    // A secondary instance follows a primary another process may be
+    // writing, without taking its lock; it needs its own directory for logs.
+    std::string tmpl =
+        (fs::temp_directory_path() / "kvfold-reader-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      return Status::IOError("cannot create a temporary directory to follow " +
+                             path);
+    }
+    secondary_dir = tmpl;
+    ro.max_open_files = -1;
+    s = rocksdb::DB::OpenAsSecondary(ro, path, secondary_dir, &raw);
+  } else {
+    s = rocksdb::DB::Open(ro, path, &raw);
+  }
+  if (!s.ok()) {
+    if (!secondary_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(secondary_dir, ec);
+    }
+    if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
+      return Status::FailedPrecondition(
+          "fold " + path + " is in use by another writer (" + s.ToString() +
+          "); use `kvfold status` or `kvfold dump` to read it while it runs");
+    }
+    return FromRocks(s, "opening fold " + path);
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string format;
+  auto fs_status = db->Get(rocksdb::ReadOptions(),
+                           store::MetaStoreKey(kFormatName), &format);
+  if (fs_status.IsNotFound()) {
+    if (options.read_only) {
+      return Status::Corruption("fold " + path + " has no format marker");
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    fs_status = db->Put(wo, store::MetaStoreKey(kFormatName),
+                        std::string(kFormatValue));
+    if (!fs_status.ok()) return FromRocks(fs_status, "initializing fold " + path);
+  } else if (!fs_status.ok()) {
+    return FromRocks(fs_status, "opening fold " + path);
+  } else if (format != kFormatValue) {
+    return Status::Corruption("fold " + path + " has format \"" + format +
+                              "\"; this build reads \"" +
+                              std::string(kFormatValue) + "\"");
+  }
+  return std::unique_ptr<Fold>(
+      new RocksFold(std::move(db), path, options, std::move(secondary_dir)));
+}
+
+}  // namespace kvfold

@@ -1,0 +1,195 @@
+// The fold contract, run against both backends, plus RocksDB specifics.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kvfold/fold.h"
+#include "test_dir.h"
+
+namespace kvfold {
+namespace {
+
+enum class Backend { kMemory, kRocks };
+
+class FoldContractTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kMemory) {
+      fold_ = NewMemoryFold();
+    } else {
+      auto f = OpenRocksFold(dir_.path() + "/fold");
+      ASSERT_TRUE(f.ok()) << f.status().ToString();
+      fold_ = std::move(f).value();
+    }
+  }
+
+  std::vector<std::pair<std::string, Entry>> ScanAll(const std::string& prefix,
+                                                     bool tombstones) {
+    std::vector<std::pair<std::string, Entry>> out;
+    EXPECT_TRUE(fold_->Scan(prefix, tombstones, [&](std::string_view k, const Entry& e) {
+      out.emplace_back(std::string(k), e);
+      return true;
+    }).ok());
+    return out;
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Fold> fold_;
+};
+
+TEST_P(FoldContractTest, EmptyFoldHasNoMeta) {
+  auto m = fold_->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(*m, FoldMeta{});
+  Entry e;
+  EXPECT_TRUE(fold_->Get("a", &e).IsNotFound());
+}
+
+TEST_P(FoldContractTest, CommitWritesEntriesAndMetaTogether) {
+  FoldCommit c;
+  c.entries["a.1"] = Entry{1, false, "x"};
+  c.entries["a.2"] = Entry{2, false, "y"};
+  c.entries["b.1"] = Entry{3, true, ""};
+  c.cursor = 3;
+  c.bucket = "bk";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(fold_->Commit(c).ok());
+  auto m = fold_->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->cursor, 3u);
+  EXPECT_EQ(m->bucket, "bk");
+  EXPECT_EQ(m->scope, std::vector<std::string>{""});
+  EXPECT_EQ(m->stream_created, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(m->live_keys, 2u);
+  EXPECT_EQ(m->entries, 3u);
+  Entry e;
+  ASSERT_TRUE(fold_->Get("a.2", &e).ok());
+  EXPECT_EQ(e, (Entry{2, false, "y"}));
+  ASSERT_TRUE(fold_->Get("b.1", &e).ok());
+  EXPECT_TRUE(e.deleted);
+}
+
+TEST_P(FoldContractTest, ScanIsPrefixedSortedAndSkipsTombstonesUnlessAsked) {
+  FoldCommit c;
+  c.entries["b"] = Entry{1, false, "1"};
+  c.entries["a.2"] = Entry{2, false, "2"};
+  c.entries["a.1"] = Entry{3, true, ""};
+  c.entries["a.3"] = Entry{4, false, "4"};
+  c.cursor = 4;
+  ASSERT_TRUE(fold_->Commit(c).ok());
+  auto live = ScanAll("a.", false);
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0].first, "a.2");
+  EXPECT_EQ(live[1].first, "a.3");
+  EXPECT_EQ(ScanAll("a.", true).size(), 3u);
+  EXPECT_EQ(ScanAll("", false).size(), 3u);
+}
+
+TEST_P(FoldContractTest, CountersFollowReplacements) {
+  FoldCommit c1;
+  c1.entries["k"] = Entry{1, false, "v"};
+  c1.cursor = 1;
+  ASSERT_TRUE(fold_->Commit(c1).ok());
+  FoldCommit c2;
+  c2.entries["k"] = Entry{2, true, ""};
+  c2.cursor = 2;
+  ASSERT_TRUE(fold_->Commit(c2).ok());
+  auto m = fold_->ReadMeta();
+  EXPECT_EQ(m->live_keys, 0u);
+  EXPECT_EQ(m->entries, 1u);
+}
+
+TEST_P(FoldContractTest, CursorNeverMovesBackward) {
+  FoldCommit c;
+  c.cursor = 10;
+  ASSERT_TRUE(fold_->Commit(c).ok());
+  FoldCommit back;
+  back.entries["k"] = Entry{5, false, "v"};
+  back.cursor = 9;
+  EXPECT_TRUE(fold_->Commit(back).IsFailedPrecondition());
+  // Refused as a whole: the entry is not there either.
+  Entry e;
+  EXPECT_TRUE(fold_->Get("k", &e).IsNotFound());
+  EXPECT_EQ(fold_->ReadMeta()->cursor, 10u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
+                         ::testing::Values(Backend::kMemory, Backend::kRocks),
+                         [](const auto& info) {
+                           return info.param == Backend::kMemory ? "Memory" : "Rocks";
+                         });
+
+TEST(RocksFoldTest, CommitsSurviveReopen) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    FoldCommit c;
+    c.entries["k"] = Entry{7, false, "v"};
+    c.cursor = 7;
+    c.bucket = "b";
+    ASSERT_TRUE((*f)->Commit(c).ok());
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->ReadMeta()->cursor, 7u);
+  Entry e;
+  ASSERT_TRUE((*f)->Get("k", &e).ok());
+  EXPECT_EQ(e.value, "v");
+}
+
+TEST(RocksFoldTest, ReadOnlyFollowerSeesCommitsOfALiveWriter) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto writer = OpenRocksFold(path);
+  ASSERT_TRUE(writer.ok());
+  FoldOptions ro;
+  ro.read_only = true;
+  auto reader = OpenRocksFold(path, ro);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  FoldCommit c;
+  c.entries["k"] = Entry{1, false, "v"};
+  c.cursor = 1;
+  ASSERT_TRUE((*writer)->Commit(c).ok());
+  EXPECT_EQ((*reader)->ReadMeta()->cursor, 1u);
+  EXPECT_TRUE((*reader)->Commit(c).IsFailedPrecondition());
+}
+
+TEST(RocksFoldTest, SecondWriterIsRefusedClearly) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto first = OpenRocksFold(path);
+  ASSERT_TRUE(first.ok());
+  auto second = OpenRocksFold(path);
+  ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().IsFailedPrecondition()) << second.status().ToString();
+  EXPECT_NE(second.status().message().find("in use"), std::string::npos);
+}
+
+TEST(RocksFoldTest, RefusesADirectoryThatIsNotAFold) {
+  TestDir dir;
+  std::ofstream(dir.path() + "/notes.txt") << "hello";
+  auto f = OpenRocksFold(dir.path());
+  ASSERT_FALSE(f.ok());
+  EXPECT_TRUE(f.status().IsFailedPrecondition());
+  EXPECT_NE(f.status().message().find("holds no fold"), std::string::npos);
+  // Nothing was written into it.
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/CURRENT"));
+}
+
+TEST(RocksFoldTest, ReadingAMissingFoldIsNotFound) {
+  TestDir dir;
+  FoldOptions ro;
+  ro.read_only = true;
+  auto f = OpenRocksFold(dir.path() + "/nope", ro);
+  ASSERT_FALSE(f.ok());
+  EXPECT_TRUE(f.status().IsNotFound());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/nope"));
+}
+
+}  // namespace
+}  // namespace kvfold

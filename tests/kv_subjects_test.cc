@@ -1,0 +1,50 @@
+#include "nats/kv_subjects.h"
+
+#include <gtest/gtest.h>
+
+namespace kvfold::nats {
+namespace {
+
+TEST(KvSubjectsTest, KeyOfSubject) {
+  EXPECT_EQ(KeyOfSubject("b", "$KV.b.a.c"), "a.c");
+  EXPECT_FALSE(KeyOfSubject("b", "$KV.bb.a"));
+  EXPECT_FALSE(KeyOfSubject("b", "$KV.b."));
+}
+
+TEST(KvSubjectsTest, ScopeFiltersCoverEveryKeyInScope) {
+  EXPECT_EQ(ScopeFilters("b", Scope()), (std::vector<std::string>{"$KV.b.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a."})),
+            (std::vector<std::string>{"$KV.b.a.>"}));
+  // "a.us" cannot be a subject filter: only "a." is a whole token.
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.us"})),
+            (std::vector<std::string>{"$KV.b.a.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"user"})),
+            (std::vector<std::string>{"$KV.b.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "c.d."})),
+            (std::vector<std::string>{"$KV.b.a.>", "$KV.b.c.d.>"}));
+  // Overlapping filters would be refused by the server: the wider one wins.
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.x", "a.b."})),
+            (std::vector<std::string>{"$KV.b.a.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "user"})),
+            (std::vector<std::string>{"$KV.b.>"}));
+}
+
+TEST(KvSubjectsTest, ParsesAckReplies) {
+  auto v1 = ParseAckReply("$JS.ACK.KV_b.c1.1.42.7.1700000000.3");
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->stream_seq, 42u);
+  EXPECT_EQ(v1->consumer_seq, 7u);
+  EXPECT_EQ(v1->pending, 3u);
+  auto v2 = ParseAckReply("$JS.ACK.hub.ACCHASH.KV_b.c1.1.43.8.1700000000.0.rand");
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(v2->stream_seq, 43u);
+  EXPECT_EQ(v2->consumer_seq, 8u);
+  EXPECT_EQ(v2->pending, 0u);
+  EXPECT_FALSE(ParseAckReply(""));
+  EXPECT_FALSE(ParseAckReply("_INBOX.abc"));
+  EXPECT_FALSE(ParseAckReply("$JS.ACK.KV_b.c1.1.x.7.1.3"));
+  EXPECT_FALSE(ParseAckReply("$JS.ACK.a.b.c.d.e.f.g.h.i.j"));
+}
+
+}  // namespace
+}  // namespace kvfold::nats

@@ -1,0 +1,80 @@
+#include "core/pending_batch.h"
+
+#include <gtest/gtest.h>
+
+namespace kvfold::core {
+namespace {
+
+BucketMessage Msg(uint64_t seq, Op op = Op::kPut, std::string value = "v") {
+  BucketMessage m;
+  m.key = "k";
+  m.seq = seq;
+  m.op = op;
+  m.value = std::move(value);
+  return m;
+}
+
+TEST(FoldMessageTest, NewKeyTakesTheMessage) {
+  auto e = FoldMessage(Msg(3, Op::kPut, "x"), std::nullopt);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*e, (Entry{3, false, "x"}));
+}
+
+TEST(FoldMessageTest, OlderOrEqualRevisionIsSkipped) {
+  Entry cur{5, false, "v5"};
+  EXPECT_FALSE(FoldMessage(Msg(5), cur));
+  EXPECT_FALSE(FoldMessage(Msg(4), cur));
+  // A tombstone keeps the revision: an older put cannot resurrect the key.
+  Entry tomb{9, true, ""};
+  EXPECT_FALSE(FoldMessage(Msg(8, Op::kPut, "old"), tomb));
+}
+
+TEST(FoldMessageTest, DeleteAndPurgeMakeTombstones) {
+  Entry cur{5, false, "v5"};
+  auto d = FoldMessage(Msg(6, Op::kDelete, "ignored"), cur);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(*d, (Entry{6, true, ""}));
+  auto p = FoldMessage(Msg(7, Op::kPurge), *d);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(*p, (Entry{7, true, ""}));
+}
+
+TEST(PendingBatchTest, CursorOnlyMovesForward) {
+  PendingBatch b;
+  b.AdvanceTo(10);
+  b.AdvanceTo(7);
+  EXPECT_EQ(b.cursor(), 10u);
+}
+
+TEST(PendingBatchTest, HasWorkWhenEntriesMetaOrCursorAhead) {
+  PendingBatch b;
+  EXPECT_FALSE(b.HasWork(std::nullopt));
+  b.AdvanceTo(4);
+  EXPECT_TRUE(b.HasWork(std::nullopt));
+  EXPECT_TRUE(b.HasWork(3));
+  EXPECT_FALSE(b.HasWork(4));
+  b.meta().bucket = "b";
+  EXPECT_TRUE(b.HasWork(4));
+  b.Clear();
+  EXPECT_FALSE(b.HasWork(4));
+  b.Put("k", Entry{5, false, "v"});
+  EXPECT_TRUE(b.HasWork(5));
+}
+
+TEST(PendingBatchTest, CommitCarriesEntriesCursorAndMeta) {
+  PendingBatch b;
+  b.Put("a", Entry{1, false, "x"});
+  b.Put("a", Entry{2, true, ""});  // latest wins
+  b.AdvanceTo(2);
+  b.meta().scope = std::vector<std::string>{"a."};
+  FoldCommit c = b.ToCommit();
+  ASSERT_EQ(c.entries.size(), 1u);
+  EXPECT_EQ(c.entries["a"], (Entry{2, true, ""}));
+  EXPECT_EQ(c.cursor, 2u);
+  EXPECT_EQ(c.scope, (std::vector<std::string>{"a."}));
+  // A failed commit keeps everything: ToCommit does not consume.
+  EXPECT_EQ(b.ToCommit().entries.size(), 1u);
+}
+
+}  // namespace
+}  // namespace kvfold::core

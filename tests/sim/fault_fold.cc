@@ -1,0 +1,59 @@
+#include "sim/fault_fold.h"
+
+namespace kvfold::sim {
+namespace {
+Status Dead() { return Status::IOError("simulated crash: the process is gone"); }
+}  // namespace
+
+const char* FaultName(Fault f) {
+  switch (f) {
+    case Fault::kNone: return "none";
+    case Fault::kFailBefore: return "fail-before";
+    case Fault::kFailAfter: return "fail-after";
+    case Fault::kCrashBefore: return "crash-before";
+    case Fault::kCrashAfter: return "crash-after";
+  }
+  return "?";
+}
+
+Status FaultFold::Get(std::string_view key, Entry* out) {
+  if (crashed_) return Dead();
+  return inner_.Get(key, out);
+}
+
+Status FaultFold::Scan(std::string_view prefix, bool include_tombstones,
+                       const std::function<bool(std::string_view, const Entry&)>& fn) {
+  if (crashed_) return Dead();
+  return inner_.Scan(prefix, include_tombstones, fn);
+}
+
+StatusOr<FoldMeta> FaultFold::ReadMeta() {
+  if (crashed_) return Dead();
+  return inner_.ReadMeta();
+}
+
+Status FaultFold::Commit(const FoldCommit& commit) {
+  if (crashed_) return Dead();
+  ++attempts_;
+  if (fail_all_) return Status::IOError("simulated persistent store failure");
+  if (attempts_ != armed_at_) return inner_.Commit(commit);
+  switch (fault_) {
+    case Fault::kNone:
+      return inner_.Commit(commit);
+    case Fault::kFailBefore:
+      return Status::IOError("simulated transient failure before the write");
+    case Fault::kFailAfter:
+      KVFOLD_RETURN_IF_ERROR(inner_.Commit(commit));
+      return Status::IOError("simulated transient failure after the write");
+    case Fault::kCrashBefore:
+      crashed_ = true;
+      return Dead();
+    case Fault::kCrashAfter:
+      KVFOLD_RETURN_IF_ERROR(inner_.Commit(commit));
+      crashed_ = true;
+      return Dead();
+  }
+  return Status::Internal("unknown fault");
+}
+
+}  // namespace kvfold::sim

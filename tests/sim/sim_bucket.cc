@@ -1,0 +1,195 @@
+#include "sim/sim_bucket.h"
+
+#include <algorithm>
+
+namespace kvfold::sim {
+namespace {
+
+class SimDelivery final : public Delivery {
+ public:
+  SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs,
+              uint64_t from_seq, Scope scope, int reset_after)
+      : bucket_(bucket),
+        sync_(std::move(sync_seqs)),
+        from_seq_(from_seq),
+        scope_(std::move(scope)),
+        reset_after_(reset_after) {}
+
+  StatusOr<DeliveryEvent> Next(std::chrono::milliseconds) override {
+    DeliveryEvent ev;
+    if (reset_after_ >= 0 && sent_ == reset_after_) {
+      reset_after_ = -1;
+      ev.kind = DeliveryEvent::Kind::kReset;
+      ev.reason = "simulated reset";
+      return ev;
+    }
+    const SimBucket::Record* r = NextRecord();
+    if (r == nullptr) return ev;  // timeout
+    ev.kind = DeliveryEvent::Kind::kMessage;
+    ev.message = r->message;
+    delivered_ = r->message.seq;
+    ++sent_;
+    ev.message.pending = Pending();
+    return ev;
+  }
+
+  StatusOr<DeliveryProgress> Progress() override {
+    return DeliveryProgress{delivered_, Pending()};
+  }
+
+ private:
+  bool Matches(const SimBucket::Record& r) const {
+    return r.retained && (!bucket_.server_filters() || scope_.Contains(r.message.key));
+  }
+
+  // The state-sync messages first (still retained), then the tail.
+  const SimBucket::Record* NextRecord() {
+    const auto& log = bucket_.log();
+    while (sync_pos_ < sync_.size()) {
+      const auto& r = log[sync_[sync_pos_++] - 1];
+      if (r.retained) return &r;
+    }
+    for (uint64_t seq = std::max(from_seq_, delivered_ + 1); seq <= log.size(); ++seq) {
+      if (Matches(log[seq - 1])) return &log[seq - 1];
+    }
+    return nullptr;
+  }
+
+  uint64_t Pending() const {
+    uint64_t n = 0;
+    const auto& log = bucket_.log();
+    for (size_t i = sync_pos_; i < sync_.size(); ++i) n += log[sync_[i] - 1].retained;
+    for (uint64_t seq = std::max(from_seq_, delivered_ + 1); seq <= log.size(); ++seq) {
+      n += Matches(log[seq - 1]);
+    }
+    return n;
+  }
+
+  const SimBucket& bucket_;
+  std::vector<uint64_t> sync_;
+  size_t sync_pos_ = 0;
+  uint64_t from_seq_;
+  Scope scope_;
+  int reset_after_;
+  int sent_ = 0;
+  uint64_t delivered_ = 0;
+};
+
+}  // namespace
+
+SimBucket::SimBucket(std::string name) : name_(std::move(name)) { Recreate(); }
+
+void SimBucket::Recreate() {
+  ++generation_;
+  created_ = "2026-01-01T00:00:0" + std::to_string(generation_) + "Z";
+  next_seq_ = 1;
+  first_seq_ = 1;
+  log_.clear();
+  // The truth restarts too: the old bucket is gone.
+  writes_.clear();
+}
+
+uint64_t SimBucket::Append(const std::string& key, Op op, const std::string& value) {
+  BucketMessage m;
+  m.key = key;
+  m.op = op;
+  m.value = op == Op::kPut ? value : "";
+  m.seq = next_seq_++;
+  if (op == Op::kPurge) {
+    for (auto& r : log_) {
+      if (r.message.key == key) r.retained = false;
+    }
+  }
+  log_.push_back(Record{m, true});
+  writes_.push_back(m);
+  return m.seq;
+}
+
+uint64_t SimBucket::Put(const std::string& key, const std::string& value) {
+  return Append(key, Op::kPut, value);
+}
+uint64_t SimBucket::Delete(const std::string& key) { return Append(key, Op::kDelete, ""); }
+uint64_t SimBucket::Purge(const std::string& key) { return Append(key, Op::kPurge, ""); }
+
+void SimBucket::EvictThrough(uint64_t seq) {
+  for (auto& r : log_) {
+    if (r.message.seq <= seq) r.retained = false;
+  }
+  first_seq_ = std::max(first_seq_, seq + 1);
+}
+
+std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t through) const {
+  std::map<std::string, Entry> truth;
+  for (const auto& w : writes_) {
+    if (w.seq > through || !scope.Contains(w.key)) continue;
+    if (w.op == Op::kPut) {
+      truth[w.key] = Entry{w.seq, false, w.value};
+    } else {
+      truth.erase(w.key);
+    }
+  }
+  return truth;
+}
+
+StatusOr<StreamState> SimBucket::ReadStream() {
+  if (unavailable_calls_ > 0) {
+    --unavailable_calls_;
+    return Status::Unavailable("simulated outage");
+  }
+  StreamState s;
+  s.created = created_;
+  // Like JetStream: the first retained sequence, or last + 1 when empty.
+  s.first_seq = next_seq_;
+  for (const auto& r : log_) {
+    if (r.retained) {
+      s.first_seq = r.message.seq;
+      break;
+    }
+  }
+  s.first_seq = std::max(s.first_seq, first_seq_);
+  s.last_seq = next_seq_ - 1;
+  s.discard_new = false;
+  return s;
+}
+
+StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
+                                                    const Scope& scope) {
+  if (unavailable_calls_ > 0) {
+    --unavailable_calls_;
+    return Status::Unavailable("simulated outage");
+  }
+  ++opened_;
+  std::vector<uint64_t> sync;
+  uint64_t from = 1;
+  if (!start.from_seq) {
+    std::map<std::string, uint64_t> last;
+    for (const auto& r : log_) {
+      if (r.retained && scope.Contains(r.message.key)) last[r.message.key] = r.message.seq;
+    }
+    for (const auto& [k, seq] : last) sync.push_back(seq);
+    std::sort(sync.begin(), sync.end());
+    from = next_seq_;  // the tail after the sync
+  } else {
+    from = *start.from_seq;  // below first_seq is clamped silently, as NATS does
+  }
+  auto d = std::make_unique<SimDelivery>(*this, std::move(sync), from, scope, reset_after_);
+  reset_after_ = -1;
+  if (on_open) on_open();
+  return std::unique_ptr<Delivery>(std::move(d));
+}
+
+Status SimBucket::ListKeys(const Scope& scope,
+                           const std::function<Status(std::string_view, uint64_t)>& fn,
+                           uint64_t* last_seq) {
+  *last_seq = next_seq_ - 1;
+  std::map<std::string, const BucketMessage*> last;
+  for (const auto& r : log_) {
+    if (r.retained && scope.Contains(r.message.key)) last[r.message.key] = &r.message;
+  }
+  for (const auto& [k, m] : last) {
+    if (m->op == Op::kPut) KVFOLD_RETURN_IF_ERROR(fn(k, m->seq));
+  }
+  return Status::OK();
+}
+
+}  // namespace kvfold::sim

@@ -1,0 +1,86 @@
+// A simulated KV bucket: a deterministic BucketSource that behaves like a
+// JetStream KV stream where it matters to the watcher: sequences, ordered
+// delivery from a sequence with the silent clamp, state sync, eviction,
+// purge roll-ups, resets and a recreated stream. The watcher under test is
+// the product's own code.
+
+#ifndef KVFOLD_TESTS_SIM_SIM_BUCKET_H_
+#define KVFOLD_TESTS_SIM_SIM_BUCKET_H_
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kvfold/bucket.h"
+#include "kvfold/fold.h"
+
+namespace kvfold::sim {
+
+class SimBucket final : public BucketSource {
+ public:
+  explicit SimBucket(std::string name = "sim");
+
+  // Writes; each returns the new message's sequence.
+  uint64_t Put(const std::string& key, const std::string& value);
+  uint64_t Delete(const std::string& key);
+  uint64_t Purge(const std::string& key);  // also rolls up the key's history
+
+  // Retention removes every message with sequence <= seq.
+  void EvictThrough(uint64_t seq);
+  // Deletes and recreates the stream: new identity, sequences restart.
+  void Recreate();
+
+  // With server filters the delivery sends only keys in scope (nats-server
+  // filters); without, it sends everything (2.9 multi-prefix fallback).
+  void set_server_filters(bool on) { server_filters_ = on; }
+  // The next opened delivery reports a reset after `n` messages.
+  void ResetNextDeliveryAfter(int n) { reset_after_ = n; }
+  // Runs right after each delivery is opened (to race retention with it).
+  std::function<void()> on_open;
+  // Makes ReadStream/Open answer Unavailable `n` times.
+  void FailNextCalls(int n) { unavailable_calls_ = n; }
+
+  int deliveries_opened() const { return opened_; }
+  uint64_t last_seq() const { return next_seq_ - 1; }
+
+  // Every write minus every real delete, in `scope`, for sequences <= `through`
+  // (independent of retention).
+  std::map<std::string, Entry> Truth(const Scope& scope,
+                                     uint64_t through = UINT64_MAX) const;
+
+  const std::string& bucket() const override { return name_; }
+  StatusOr<StreamState> ReadStream() override;
+  StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
+                                           const Scope& scope) override;
+  Status ListKeys(const Scope& scope,
+                  const std::function<Status(std::string_view, uint64_t)>& fn,
+                  uint64_t* last_seq) override;
+
+  // For the delivery.
+  struct Record {
+    BucketMessage message;
+    bool retained = true;
+  };
+  const std::vector<Record>& log() const { return log_; }
+  bool server_filters() const { return server_filters_; }
+
+ private:
+  uint64_t Append(const std::string& key, Op op, const std::string& value);
+
+  std::string name_;
+  std::string created_;
+  int generation_ = 0;
+  uint64_t next_seq_ = 1;
+  uint64_t first_seq_ = 1;
+  std::vector<Record> log_;       // current stream, by sequence
+  std::vector<BucketMessage> writes_;  // every write ever, for the truth
+  bool server_filters_ = true;
+  int reset_after_ = -1;
+  int unavailable_calls_ = 0;
+  int opened_ = 0;
+};
+
+}  // namespace kvfold::sim
+
+#endif  // KVFOLD_TESTS_SIM_SIM_BUCKET_H_

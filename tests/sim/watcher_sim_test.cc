@@ -1,0 +1,443 @@
+// The product's watch loop driven by a simulated bucket and a
+// fault-injecting store. Each test names the SPEC §2 invariant it guards.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kvfold/watcher.h"
+#include "sim/fault_fold.h"
+#include "sim/sim_bucket.h"
+#include "test_dir.h"
+
+namespace kvfold {
+namespace {
+
+using sim::Fault;
+using sim::FaultFold;
+using sim::SimBucket;
+
+struct Seen {
+  std::string key;
+  Op op;
+  uint64_t revision;
+  uint64_t previous;
+};
+
+struct RunResult {
+  Status status;
+  std::vector<Seen> changes;
+  std::vector<uint64_t> applied;
+};
+
+WatchOptions FastOptions() {
+  WatchOptions o;
+  o.linger = std::chrono::milliseconds(1);
+  o.reconnect_backoff_min = std::chrono::milliseconds(1);
+  o.reconnect_backoff_max = std::chrono::milliseconds(4);
+  o.idle_probe = std::chrono::milliseconds(5);
+  o.until_caught_up = true;
+  return o;
+}
+
+RunResult RunWatch(BucketSource& bucket, Fold& fold, WatchOptions o = FastOptions()) {
+  RunResult r;
+  o.apply = [&r](const Change& c) {
+    r.changes.push_back({std::string(c.key), c.op, c.revision, c.previous_revision});
+    return Status::OK();
+  };
+  o.on_applied = [&r](uint64_t c) { r.applied.push_back(c); };
+  r.status = Watch(bucket, fold, o);
+  return r;
+}
+
+std::map<std::string, Entry> LiveEntries(Fold& fold) {
+  std::map<std::string, Entry> out;
+  EXPECT_TRUE(fold.Scan("", false, [&](std::string_view k, const Entry& e) {
+    out.emplace(std::string(k), e);
+    return true;
+  }).ok());
+  return out;
+}
+
+// Everything the fold holds, tombstones and metadata included, to prove a
+// refused watch left it untouched.
+std::string Snapshot(Fold& fold) {
+  std::string out;
+  fold.Scan("", true, [&](std::string_view k, const Entry& e) {
+    out += std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D" : "=") +
+           e.value + ";";
+    return true;
+  });
+  auto m = fold.ReadMeta();
+  out += "cursor=" + (m->cursor ? std::to_string(*m->cursor) : "none") +
+         " bucket=" + m->bucket + " created=" + m->stream_created;
+  return out;
+}
+
+// The cursor's meaning (SPEC §1): the fold plus the stream's retained
+// messages after the cursor is the truth. Returns the live entries of that.
+std::map<std::string, Entry> FoldPlusTail(Fold& fold, const SimBucket& b,
+                                          const Scope& scope) {
+  std::map<std::string, Entry> all;
+  EXPECT_TRUE(fold.Scan("", true, [&](std::string_view k, const Entry& e) {
+    all.emplace(std::string(k), e);
+    return true;
+  }).ok());
+  const uint64_t cursor = fold.ReadMeta()->cursor.value_or(0);
+  for (const auto& r : b.log()) {
+    const BucketMessage& m = r.message;
+    if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
+    auto it = all.find(m.key);
+    if (it != all.end() && it->second.revision >= m.seq) continue;
+    all[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
+  }
+  std::erase_if(all, [](const auto& kv) { return kv.second.deleted; });
+  return all;
+}
+
+// A mixed history over two prefixes: overwrites, deletes, purges, re-puts.
+void WriteHistory(SimBucket& b, int rounds) {
+  for (int i = 0; i < rounds; ++i) {
+    const std::string n = std::to_string(i % 4);
+    b.Put("a." + n, "v" + std::to_string(i));
+    b.Put("b." + n, "w" + std::to_string(i));
+    if (i % 3 == 1) b.Delete("a." + n);
+    if (i % 5 == 2) b.Purge("b." + n);
+    if (i % 4 == 3) b.Put("c", "c" + std::to_string(i));
+  }
+}
+
+// Invariant 4 within one process lifetime: per key, revisions only go up,
+// and previous_revision is what the hook saw last.
+void ExpectMonotonicHook(const std::vector<Seen>& changes) {
+  std::map<std::string, uint64_t> last;
+  for (const auto& c : changes) {
+    auto it = last.find(c.key);
+    if (it != last.end()) {
+      EXPECT_GT(c.revision, it->second) << c.key;
+      EXPECT_EQ(c.previous, it->second) << c.key;
+    }
+    last[c.key] = c.revision;
+  }
+}
+
+TEST(WatcherSimTest, FoldEqualsTruthAfterPutsDeletesPurges) {
+  SimBucket b;
+  WriteHistory(b, 20);
+  auto fold = NewMemoryFold();
+  RunResult r = RunWatch(b, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_EQ(fold->ReadMeta()->cursor, b.last_seq());
+  EXPECT_EQ(fold->ReadMeta()->bucket, "sim");
+  ExpectMonotonicHook(r.changes);
+}
+
+// Invariant 5: a resumed watch replays only the delta.
+TEST(WatcherSimTest, ResumeDeliversOnlyTheDelta) {
+  SimBucket b;
+  WriteHistory(b, 10);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  const uint64_t s1 = b.Put("a.new", "x");
+  const uint64_t s2 = b.Delete("a.0");
+  RunResult second = RunWatch(b, *fold);
+  ASSERT_TRUE(second.status.ok());
+  ASSERT_EQ(second.changes.size(), 2u);
+  EXPECT_GT(second.changes[0].revision, cursor);
+  EXPECT_EQ(second.changes[0].revision, s1);
+  EXPECT_EQ(second.changes[1].revision, s2);
+  EXPECT_EQ(second.changes[1].op, Op::kDelete);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// Scope: keys outside are never touched, whether or not the server filters.
+TEST(WatcherSimTest, MultiPrefixScopeWithAndWithoutServerFilters) {
+  for (bool server_filters : {true, false}) {
+    SimBucket b;
+    b.set_server_filters(server_filters);
+    WriteHistory(b, 15);
+    auto fold = NewMemoryFold();
+    WatchOptions o = FastOptions();
+    o.scope = *Scope::Make({"a.", "c"});
+    RunResult r = RunWatch(b, *fold, o);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(LiveEntries(*fold), b.Truth(o.scope));
+    for (const auto& c : r.changes) EXPECT_TRUE(o.scope.Contains(c.key)) << c.key;
+    for (const auto& [k, e] : LiveEntries(*fold)) EXPECT_FALSE(k.starts_with("b."));
+    // The cursor still reaches the end although the tail is out of scope.
+    b.Put("b.zzz", "out of scope");
+    ASSERT_TRUE(RunWatch(b, *fold, o).status.ok());
+    EXPECT_EQ(fold->ReadMeta()->cursor, b.last_seq());
+  }
+}
+
+TEST(WatcherSimTest, RefusesAnotherBucketOrScope) {
+  SimBucket b("one");
+  b.Put("a.1", "x");
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const std::string before = Snapshot(*fold);
+  SimBucket other("two");
+  Status s = RunWatch(other, *fold).status;
+  EXPECT_TRUE(s.IsFailedPrecondition());
+  EXPECT_NE(s.message().find("mirrors bucket one, not two"), std::string::npos);
+  WatchOptions o = FastOptions();
+  o.scope = *Scope::Make({"a."});
+  s = RunWatch(b, *fold, o).status;
+  EXPECT_TRUE(s.IsFailedPrecondition());
+  EXPECT_NE(s.message().find("scope"), std::string::npos);
+  EXPECT_EQ(Snapshot(*fold), before);
+}
+
+// Invariant 3 via the window check: NATS clamps silently, the watcher does not.
+TEST(WatcherSimTest, ExpiredCursorIsDetectedAndFoldUntouched) {
+  SimBucket b;
+  WriteHistory(b, 5);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  WriteHistory(b, 5);
+  b.EvictThrough(cursor + 1);  // one message the fold never saw is gone
+  const std::string before = Snapshot(*fold);
+  RunResult r = RunWatch(b, *fold);
+  EXPECT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
+  EXPECT_TRUE(r.changes.empty());
+  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(b.deliveries_opened(), 1);  // no consumer for the expired run
+}
+
+TEST(WatcherSimTest, EvictionAtTheCursorIsNotExpiry) {
+  SimBucket b;
+  WriteHistory(b, 5);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  WriteHistory(b, 3);
+  b.EvictThrough(cursor);  // first_seq == cursor + 1: nothing unseen is lost
+  RunResult r = RunWatch(b, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// The second window check: retention moves between the first check and the
+// consumer's creation, and the delivery silently starts later.
+TEST(WatcherSimTest, EvictionRacingTheConsumerCreationIsDetected) {
+  SimBucket b;
+  WriteHistory(b, 5);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  WriteHistory(b, 5);
+  const std::string before = Snapshot(*fold);
+  b.on_open = [&] { b.EvictThrough(cursor + 3); };
+  RunResult r = RunWatch(b, *fold);
+  EXPECT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
+  EXPECT_TRUE(r.changes.empty());
+  EXPECT_EQ(Snapshot(*fold), before);
+}
+
+TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
+  SimBucket b;
+  WriteHistory(b, 5);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const std::string before = Snapshot(*fold);
+  b.Recreate();
+  WriteHistory(b, 8);  // more messages than before: last_seq alone would pass
+  Status s = RunWatch(b, *fold).status;
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("recreated"), std::string::npos);
+  EXPECT_EQ(Snapshot(*fold), before);
+}
+
+// A reset (gap, reconnect, slow consumer) re-opens from the last received
+// sequence; nothing is lost or applied twice.
+TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
+  SimBucket b;
+  WriteHistory(b, 20);
+  b.ResetNextDeliveryAfter(7);
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  o.batch_size = 5;
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(b.deliveries_opened(), 2);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  ExpectMonotonicHook(r.changes);
+}
+
+TEST(WatcherSimTest, UnavailableServerIsRetried) {
+  SimBucket b;
+  WriteHistory(b, 4);
+  b.FailNextCalls(3);
+  auto fold = NewMemoryFold();
+  RunResult r = RunWatch(b, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// Invariant 2: the cursor never covers a change the hook did not accept.
+TEST(WatcherSimTest, HookErrorStopsBeforeTheRefusedChange) {
+  SimBucket b;
+  b.Put("a.1", "x");
+  b.Put("a.2", "y");
+  const uint64_t refused = b.Put("a.3", "z");
+  b.Put("a.4", "w");
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  o.apply = [&](const Change& c) {
+    return c.revision == refused ? Status::Internal("domain refused") : Status::OK();
+  };
+  Status s = Watch(b, *fold, o);
+  EXPECT_EQ(s.message(), "domain refused");
+  EXPECT_EQ(fold->ReadMeta()->cursor, refused - 1);
+  Entry e;
+  EXPECT_TRUE(fold->Get("a.3", &e).IsNotFound());
+  EXPECT_TRUE(fold->Get("a.2", &e).ok());
+}
+
+TEST(WatcherSimTest, PersistentStoreFailureStopsAfterTheLimit) {
+  SimBucket b;
+  WriteHistory(b, 3);
+  auto inner = NewMemoryFold();
+  FaultFold fold(*inner);
+  fold.FailEveryCommit();
+  WatchOptions o = FastOptions();
+  o.max_commit_failures = 4;
+  Status s = RunWatch(b, fold, o).status;
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("4 consecutive"), std::string::npos);
+  EXPECT_EQ(inner->ReadMeta()->cursor, std::nullopt);
+}
+
+TEST(WatcherSimTest, GracefulStopFlushesWhatWasReceived) {
+  SimBucket b;
+  WriteHistory(b, 6);
+  auto fold = NewMemoryFold();
+  std::stop_source stop;
+  WatchOptions o = FastOptions();
+  o.until_caught_up = false;
+  o.linger = std::chrono::hours(1);  // only the stop can flush
+  o.batch_size = 100000;
+  o.stop = stop.get_token();
+  int seen = 0;
+  const int total = static_cast<int>(b.last_seq());
+  o.apply = [&](const Change&) {
+    if (++seen == total / 2) stop.request_stop();
+    return Status::OK();
+  };
+  ASSERT_TRUE(Watch(b, *fold, o).ok());
+  auto cursor = fold->ReadMeta()->cursor;
+  ASSERT_TRUE(cursor.has_value());
+  EXPECT_LT(*cursor, b.last_seq());
+  // Everything hooked is committed, and fold + tail = truth.
+  EXPECT_EQ(FoldPlusTail(*fold, b, Scope()), b.Truth(Scope()));
+
+}
+
+// Crash safety of the commit (invariants 1 and 3): a transient failure or a
+// crash before or after any commit leaves data and cursor consistent, and a
+// retry or restart converges to the truth.
+struct FaultCase {
+  Fault fault;
+  bool server_filters;
+};
+
+class CommitFaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(CommitFaultTest, EveryCommitPointConverges) {
+  const FaultCase fc = GetParam();
+  const bool crash = fc.fault == Fault::kCrashBefore || fc.fault == Fault::kCrashAfter;
+  WatchOptions o = FastOptions();
+  o.batch_size = 2;
+  o.scope = *Scope::Make({"a.", "c"});
+
+  // Phase one (clean) is a state sync; phase two, under faults, resumes
+  // from its cursor through overwrites, deletes and purges.
+  auto phase_one = [&](SimBucket& b, Fold& fold) {
+    b.set_server_filters(fc.server_filters);
+    WriteHistory(b, 4);
+    ASSERT_TRUE(RunWatch(b, fold, o).status.ok());
+    WriteHistory(b, 12);
+  };
+
+  int clean_commits = 0;
+  {
+    SimBucket b;
+    auto inner = NewMemoryFold();
+    phase_one(b, *inner);
+    FaultFold counting(*inner);
+    ASSERT_TRUE(RunWatch(b, counting, o).status.ok());
+    clean_commits = counting.attempts();
+  }
+  ASSERT_GT(clean_commits, 5);
+
+  for (int at = 1; at <= clean_commits; ++at) {
+    SCOPED_TRACE(std::string(sim::FaultName(fc.fault)) + " at commit " + std::to_string(at));
+    SimBucket b;
+    TestDir dir;
+    const std::string path = dir.path() + "/fold";
+    FoldOptions fo;
+    fo.sync = false;
+    RunResult faulty;
+    {
+      auto inner = OpenRocksFold(path, fo);
+      ASSERT_TRUE(inner.ok());
+      phase_one(b, **inner);
+      FaultFold fold(**inner);
+      fold.Arm(at, fc.fault);
+      WatchOptions fo_opts = o;
+      fo_opts.max_commit_failures = crash ? 1 : 3;
+      faulty = RunWatch(b, fold, fo_opts);
+      if (crash) {
+        ASSERT_FALSE(faulty.status.ok());
+      } else {
+        ASSERT_TRUE(faulty.status.ok()) << faulty.status.ToString();
+        // Transient failures: each change reached the hook exactly once.
+        std::set<std::pair<std::string, uint64_t>> unique;
+        for (const auto& c : faulty.changes) unique.insert({c.key, c.revision});
+        EXPECT_EQ(unique.size(), faulty.changes.size());
+        ExpectMonotonicHook(faulty.changes);
+      }
+    }
+    // The process "restarts": reopen the store from disk.
+    auto reopened = OpenRocksFold(path, fo);
+    ASSERT_TRUE(reopened.ok());
+    Fold& fold = **reopened;
+    const uint64_t c = fold.ReadMeta()->cursor.value_or(0);
+    // Consistency at rest: fold + tail = truth, and the counters agree.
+    EXPECT_EQ(FoldPlusTail(fold, b, o.scope), b.Truth(o.scope));
+    EXPECT_EQ(fold.ReadMeta()->live_keys, LiveEntries(fold).size());
+    // Invariant 1: on_applied never reported a cursor the store lacks.
+    if (!faulty.applied.empty()) {
+      EXPECT_LE(faulty.applied.back(), c);
+    }
+    if (crash) {
+      RunResult resumed = RunWatch(b, fold, o);
+      ASSERT_TRUE(resumed.status.ok()) << resumed.status.ToString();
+      for (const auto& ch : resumed.changes) EXPECT_GT(ch.revision, c);  // invariant 5
+      ExpectMonotonicHook(resumed.changes);
+    }
+    EXPECT_EQ(LiveEntries(fold), b.Truth(o.scope));
+    EXPECT_EQ(fold.ReadMeta()->cursor, b.last_seq());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, CommitFaultTest,
+    ::testing::Values(FaultCase{Fault::kFailBefore, true}, FaultCase{Fault::kFailAfter, true},
+                      FaultCase{Fault::kCrashBefore, true}, FaultCase{Fault::kCrashAfter, true},
+                      FaultCase{Fault::kFailBefore, false}, FaultCase{Fault::kCrashAfter, false}),
+    [](const auto& info) {
+      std::string n = sim::FaultName(info.param.fault);
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n + (info.param.server_filters ? "_filtered" : "_unfiltered");
+    });
+
+}  // namespace
+}  // namespace kvfold

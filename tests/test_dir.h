@@ -1,0 +1,34 @@
+// A temporary directory removed when the test ends.
+
+#ifndef KVFOLD_TESTS_TEST_DIR_H_
+#define KVFOLD_TESTS_TEST_DIR_H_
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+namespace kvfold {
+
+class TestDir {
+ public:
+  TestDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "kvfold-test-XXXXXX").string();
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TestDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TestDir(const TestDir&) = delete;
+  TestDir& operator=(const TestDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_TESTS_TEST_DIR_H_
