@@ -74,8 +74,10 @@ struct DeliveryEvent {
 // The server's view of a delivery, for proving the watcher has received
 // everything in scope up to some sequence.
 struct DeliveryProgress {
-  uint64_t delivered_seq = 0;  // last stream sequence the server sent
-  uint64_t num_pending = 0;    // in-scope messages not yet sent
+  // True when every message the server has for this delivery, as of the
+  // call, has already been returned by Next: nothing is pending on the
+  // server and nothing sent is still in flight.
+  bool drained = false;
 };
 
 class Delivery {

@@ -69,7 +69,6 @@ class NatsBucket final : public BucketSource {
     *last_seq = state->last_seq;
     auto d = OpenOrdered(DeliveryStart{}, scope, /*headers_only=*/true);
     if (!d.ok()) return d.status();
-    uint64_t received = 0;
     while (true) {
       auto ev = (*d)->Next(std::chrono::milliseconds(200));
       if (!ev.ok()) return ev.status();
@@ -79,7 +78,6 @@ class NatsBucket final : public BucketSource {
       }
       if (ev->kind == DeliveryEvent::Kind::kMessage) {
         const BucketMessage& m = ev->message;
-        received = m.seq;
         if (m.op == Op::kPut && scope.Contains(m.key)) {
           KVFOLD_RETURN_IF_ERROR(fn(m.key, m.seq));
         }
@@ -88,7 +86,7 @@ class NatsBucket final : public BucketSource {
       }
       auto p = (*d)->Progress();
       if (!p.ok()) return p.status();
-      if (p->num_pending == 0 && received >= p->delivered_seq) return Status::OK();
+      if (p->drained) return Status::OK();
     }
   }
 

@@ -226,10 +226,13 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
 StatusOr<DeliveryProgress> OrderedDelivery::Progress() {
   auto reply = conn_->ApiRequest("CONSUMER.INFO." + stream_ + "." + consumer_, nullptr);
   if (!reply.ok()) return reply.status();
-  DeliveryProgress p;
+  // delivered.stream_seq is how far the server has scanned, past messages
+  // the filter skipped; the consumer sequence counts what it actually sent.
   const json& delivered = (*reply)["delivered"];
-  if (delivered.is_object()) p.delivered_seq = delivered.value("stream_seq", uint64_t{0});
-  p.num_pending = reply->value("num_pending", uint64_t{0});
+  const uint64_t sent =
+      delivered.is_object() ? delivered.value("consumer_seq", uint64_t{0}) : 0;
+  DeliveryProgress p;
+  p.drained = reply->value("num_pending", uint64_t{1}) == 0 && sent == last_consumer_seq_;
   return p;
 }
 

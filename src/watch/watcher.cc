@@ -257,18 +257,16 @@ Status WatchLoop::Apply(const BucketMessage& m) {
 
 // Proves that everything in scope up to the stream's last sequence has
 // arrived, so the cursor can pass stretches with nothing in scope: read
-// last_seq first, then the consumer must show nothing pending and nothing
-// sent that has not arrived.
+// last_seq first, then the delivery must show itself drained. Every message
+// <= last_seq existed before the drain was observed, so none in scope can
+// still come.
 Status WatchLoop::Probe(Delivery& delivery) {
   auto state = source_.ReadStream();
   if (!state.ok()) return state.status();
   auto progress = delivery.Progress();
   if (!progress.ok()) return progress.status();
-  const uint64_t have = received_.value_or(0);
-  if (progress->num_pending != 0 || progress->delivered_seq > have) {
-    return Status::OK();
-  }
-  if (state->last_seq > have) {
+  if (!progress->drained) return Status::OK();
+  if (state->last_seq > received_.value_or(0)) {
     if (!pending_.HasWork(committed_)) oldest_pending_ = clock_.Now();
     received_ = state->last_seq;
     pending_.AdvanceTo(state->last_seq);

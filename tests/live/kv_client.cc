@@ -1,1 +1,153 @@
+#include "live/kv_client.h"
 
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace kvfold::live {
+
+using nlohmann::json;
+
+KvClient::KvClient(const std::string& url) {
+  natsOptions* opts = nullptr;
+  natsOptions_Create(&opts);
+  natsOptions_SetURL(opts, url.c_str());
+  natsOptions_SetMaxReconnect(opts, -1);
+  natsOptions_SetReconnectWait(opts, 100);
+  natsStatus s = natsConnection_Connect(&nc_, opts);
+  natsOptions_Destroy(opts);
+  if (s != NATS_OK) throw std::runtime_error("test client cannot connect to " + url);
+}
+
+KvClient::~KvClient() {
+  natsConnection_Close(nc_);
+  natsConnection_Destroy(nc_);
+}
+
+json KvClient::Api(const std::string& subject, const json& body) {
+  const std::string data = body.is_null() ? "" : body.dump();
+  for (int attempt = 0;; ++attempt) {
+    natsMsg* reply = nullptr;
+    natsStatus s = natsConnection_Request(&reply, nc_, subject.c_str(), data.data(),
+                                          static_cast<int>(data.size()), 5000);
+    if (s == NATS_OK) {
+      json j = json::parse(std::string(natsMsg_GetData(reply), natsMsg_GetDataLength(reply)));
+      natsMsg_Destroy(reply);
+      if (j.contains("error")) throw std::runtime_error(subject + ": " + j.dump());
+      return j;
+    }
+    // The server may be restarting in a test: keep trying for a while.
+    if (attempt > 100) {
+      throw std::runtime_error(subject + ": " + natsStatus_GetText(s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+void KvClient::CreateBucket(const std::string& bucket, const json& overrides) {
+  json cfg = {
+      {"name", "KV_" + bucket},
+      {"subjects", {"$KV." + bucket + ".>"}},
+      {"retention", "limits"},
+      {"max_msgs_per_subject", 10},
+      {"discard", "new"},
+      {"allow_rollup_hdrs", true},
+      {"deny_delete", true},
+      {"deny_purge", false},
+      {"allow_direct", true},
+      {"storage", "file"},
+      {"num_replicas", 1},
+  };
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
+  Api("$JS.API.STREAM.CREATE.KV_" + bucket, cfg);
+}
+
+void KvClient::DeleteBucket(const std::string& bucket) {
+  Api("$JS.API.STREAM.DELETE.KV_" + bucket, nullptr);
+  truth_.erase(bucket);
+}
+
+uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
+                         const std::string& value, const char* op) {
+  const std::string subject = "$KV." + bucket + "." + key;
+  for (int attempt = 0;; ++attempt) {
+    natsMsg* msg = nullptr;
+    natsMsg_Create(&msg, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
+    if (op != nullptr) {
+      natsMsgHeader_Set(msg, "KV-Operation", op);
+      if (std::string(op) == "PURGE") natsMsgHeader_Set(msg, "Nats-Rollup", "sub");
+    }
+    natsMsg* reply = nullptr;
+    natsStatus s = natsConnection_RequestMsg(&reply, nc_, msg, 5000);
+    natsMsg_Destroy(msg);
+    if (s == NATS_OK) {
+      json ack = json::parse(std::string(natsMsg_GetData(reply), natsMsg_GetDataLength(reply)));
+      natsMsg_Destroy(reply);
+      if (ack.contains("error")) throw std::runtime_error("write refused: " + ack.dump());
+      const uint64_t seq = ack["seq"].get<uint64_t>();
+      if (op == nullptr) {
+        truth_[bucket][key] = Entry{seq, false, value};
+      } else {
+        truth_[bucket].erase(key);
+      }
+      return seq;
+    }
+    if (attempt > 100) throw std::runtime_error("write failed: " + std::string(natsStatus_GetText(s)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+uint64_t KvClient::Put(const std::string& bucket, const std::string& key, const std::string& value) {
+  return Write(bucket, key, value, nullptr);
+}
+uint64_t KvClient::Delete(const std::string& bucket, const std::string& key) {
+  return Write(bucket, key, "", "DEL");
+}
+uint64_t KvClient::Purge(const std::string& bucket, const std::string& key) {
+  return Write(bucket, key, "", "PURGE");
+}
+
+void KvClient::PutNoAck(const std::string& bucket, const std::string& key,
+                        const std::string& value) {
+  const std::string subject = "$KV." + bucket + "." + key;
+  natsConnection_Publish(nc_, subject.c_str(), value.data(), static_cast<int>(value.size()));
+}
+
+void KvClient::Flush() { natsConnection_FlushTimeout(nc_, 10000); }
+
+void KvClient::RecordPut(const std::string& bucket, const std::string& key,
+                         const std::string& value, uint64_t seq) {
+  truth_[bucket][key] = Entry{seq, false, value};
+}
+
+json KvClient::StreamInfo(const std::string& bucket) {
+  return Api("$JS.API.STREAM.INFO.KV_" + bucket, nullptr);
+}
+
+uint64_t KvClient::LastSeq(const std::string& bucket) {
+  return StreamInfo(bucket)["state"]["last_seq"].get<uint64_t>();
+}
+
+void KvClient::WaitForLastSeq(const std::string& bucket, uint64_t seq) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (LastSeq(bucket) < seq) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("stream never reached sequence " + std::to_string(seq));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::map<std::string, Entry> KvClient::Truth(const std::string& bucket, const Scope& scope) const {
+  std::map<std::string, Entry> out;
+  auto it = truth_.find(bucket);
+  if (it == truth_.end()) return out;
+  for (const auto& [k, e] : it->second) {
+    if (scope.Contains(k)) out.emplace(k, e);
+  }
+  return out;
+}
+
+}  // namespace kvfold::live

@@ -1,1 +1,297 @@
+// The library against a real nats-server: each test starts its own server
+// on a free loopback port and judges the fold against the truth the test
+// client recorded from its acknowledged writes.
 
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "kvfold/kvfold.h"
+#include "live/kv_client.h"
+#include "live/nats_server.h"
+
+namespace kvfold::live {
+namespace {
+
+using std::chrono::milliseconds;
+
+class WatchLiveTest : public ::testing::Test {
+ protected:
+  WatchLiveTest() : kv_(server_.url()) {}
+
+  std::unique_ptr<BucketSource> Source(const std::string& bucket) {
+    ConnectOptions o;
+    o.url = server_.url();
+    auto s = OpenNatsBucket(o, bucket);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::unique_ptr<Fold> OpenFold(const std::string& name = "fold") {
+    FoldOptions fo;
+    fo.sync = false;  // process crashes are what these tests model
+    auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    return std::move(f).value();
+  }
+
+  struct Result {
+    Status status;
+    std::vector<uint64_t> revisions;
+  };
+
+  Result CatchUp(BucketSource& source, Fold& fold, WatchOptions o = {}) {
+    Result r;
+    o.until_caught_up = true;
+    o.linger = milliseconds(5);
+    o.log = [](std::string_view line) { std::fprintf(stderr, "watch: %.*s\n", int(line.size()), line.data()); };
+    o.apply = [&r](const Change& c) {
+      r.revisions.push_back(c.revision);
+      return Status::OK();
+    };
+    r.status = Watch(source, fold, o);
+    return r;
+  }
+
+  static std::map<std::string, Entry> Live(Fold& fold) {
+    std::map<std::string, Entry> out;
+    fold.Scan("", false, [&](std::string_view k, const Entry& e) {
+      out.emplace(std::string(k), e);
+      return true;
+    });
+    return out;
+  }
+
+  static std::string Snapshot(Fold& fold) {
+    std::string out;
+    fold.Scan("", true, [&](std::string_view k, const Entry& e) {
+      out += std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D;" : "=" + e.value + ";");
+      return true;
+    });
+    auto m = fold.ReadMeta();
+    return out + " cursor=" + std::to_string(m->cursor.value_or(0)) + " created=" + m->stream_created;
+  }
+
+  uint64_t ConsumerCount(const std::string& bucket) {
+    return kv_.StreamInfo(bucket)["state"].value("consumer_count", uint64_t{0});
+  }
+
+  NatsServer server_;
+  KvClient kv_;
+  TestDir dir_;
+};
+
+TEST_F(WatchLiveTest, PutDeletePurgeFoldToTheTruth) {
+  kv_.CreateBucket("cfg");
+  for (int i = 0; i < 30; ++i) kv_.Put("cfg", "k." + std::to_string(i % 10), "v" + std::to_string(i));
+  kv_.Delete("cfg", "k.3");
+  kv_.Purge("cfg", "k.4");
+  kv_.Put("cfg", "k.4", "back");
+  kv_.Delete("cfg", "k.5");
+  kv_.Put("cfg", "bin", std::string("\0\x01\xff", 3));
+  auto source = Source("cfg");
+  auto fold = OpenFold();
+  Result r = CatchUp(*source, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(Live(*fold), kv_.Truth("cfg"));
+  EXPECT_EQ(fold->ReadMeta()->cursor, kv_.LastSeq("cfg"));
+  EXPECT_EQ(fold->ReadMeta()->live_keys, kv_.Truth("cfg").size());
+  // Deletes made while watching reach the fold as tombstones.
+  kv_.Delete("cfg", "k.1");
+  kv_.Purge("cfg", "k.2");
+  ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
+  EXPECT_EQ(Live(*fold), kv_.Truth("cfg"));
+  Entry e;
+  ASSERT_TRUE(fold->Get("k.2", &e).ok());
+  EXPECT_TRUE(e.deleted);
+  EXPECT_EQ(ConsumerCount("cfg"), 0u);  // no leaked consumers
+}
+
+TEST_F(WatchLiveTest, ResumeDeliversOnlyTheDelta) {
+  kv_.CreateBucket("d");
+  for (int i = 0; i < 50; ++i) kv_.Put("d", "k" + std::to_string(i), "v");
+  auto source = Source("d");
+  auto fold = OpenFold();
+  ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  for (int i = 0; i < 7; ++i) kv_.Put("d", "k" + std::to_string(i), "new");
+  kv_.Delete("d", "k10");
+  Result r = CatchUp(*source, *fold);
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_EQ(r.revisions.size(), 8u);  // exactly the delta, counted
+  for (uint64_t rev : r.revisions) EXPECT_GT(rev, cursor);
+  EXPECT_EQ(Live(*fold), kv_.Truth("d"));
+}
+
+TEST_F(WatchLiveTest, PrefixAndMultiPrefixScopes) {
+  kv_.CreateBucket("s");
+  for (const char* k : {"a.1", "a.2", "ab", "abc.x", "b.1", "b.2", "c.d.1", "c.e", "z"}) {
+    kv_.Put("s", k, std::string("v-") + k);
+  }
+  kv_.Delete("s", "a.2");
+  kv_.Delete("s", "b.1");
+  struct Case {
+    std::vector<std::string> prefixes;
+  };
+  int n = 0;
+  for (const auto& c : {Case{{"a."}}, Case{{"a"}}, Case{{"a.", "c.d."}}, Case{{"b.", "z", "c."}}}) {
+    auto scope = *Scope::Make(c.prefixes);
+    SCOPED_TRACE(scope.ToString());
+    auto source = Source("s");
+    auto fold = OpenFold("fold" + std::to_string(n++));
+    WatchOptions o;
+    o.scope = scope;
+    Result r = CatchUp(*source, *fold, o);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(Live(*fold), kv_.Truth("s", scope));
+    fold->Scan("", true, [&](std::string_view k, const Entry&) {
+      EXPECT_TRUE(scope.Contains(k)) << k;
+      return true;
+    });
+    // Writes outside the scope still move the cursor to the end.
+    kv_.Put("s", "outside.x", "o");
+    ASSERT_TRUE(CatchUp(*source, *fold, o).status.ok());
+    EXPECT_EQ(fold->ReadMeta()->cursor, kv_.LastSeq("s"));
+    EXPECT_EQ(ConsumerCount("s"), 0u);
+  }
+}
+
+TEST_F(WatchLiveTest, SurvivesServerKilledAndRestartedOnTheSameStore) {
+  kv_.CreateBucket("r");
+  for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i), "before");
+  auto source = Source("r");
+  auto fold = OpenFold();
+  std::stop_source stop;
+  std::atomic<int> resets{0};
+  Status watch_status;
+  std::thread watcher([&] {
+    WatchOptions o;
+    o.stop = stop.get_token();
+    o.linger = milliseconds(5);
+    o.reconnect_backoff_min = milliseconds(200);
+    o.log = [&](std::string_view line) {
+      if (line.find("reset") != std::string_view::npos) ++resets;
+    };
+    watch_status = Watch(*source, *fold, o);
+  });
+  for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 30), "during-" + std::to_string(i));
+  std::this_thread::sleep_for(milliseconds(300));
+  server_.Kill();
+  std::this_thread::sleep_for(milliseconds(500));
+  server_.Start();
+  for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 40), "after-" + std::to_string(i));
+  kv_.Delete("r", "k7");
+  const uint64_t last = kv_.LastSeq("r");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (fold->ReadMeta()->cursor.value_or(0) < last &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  stop.request_stop();
+  watcher.join();
+  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  EXPECT_GE(resets.load(), 1);  // the restart was noticed, not slept through
+  EXPECT_EQ(fold->ReadMeta()->cursor, last);
+  EXPECT_EQ(Live(*fold), kv_.Truth("r"));
+}
+
+TEST_F(WatchLiveTest, SlowApplyHookUnderA100kBurstLosesNothing) {
+  // History 64 over 5000 keys (20 writes each): no write is superseded out
+  // of the stream before delivery, so every one must reach the hook.
+  kv_.CreateBucket("burst", {{"max_msgs_per_subject", 64}});
+  auto source = Source("burst");
+  auto fold = OpenFold();
+  std::stop_source stop;
+  std::atomic<uint64_t> applied{0};
+  Status watch_status;
+  std::thread watcher([&] {
+    WatchOptions o;
+    o.stop = stop.get_token();
+    o.apply = [&](const Change&) {
+      // Slow domain code: the server must wait for us (flow control), and
+      // the client must buffer, never drop.
+      if (applied.fetch_add(1) % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+      return Status::OK();
+    };
+    watch_status = Watch(*source, *fold, o);
+  });
+  constexpr int kBurst = 100000;
+  const uint64_t base = kv_.LastSeq("burst");
+  for (int i = 0; i < kBurst; ++i) {
+    const std::string key = "k" + std::to_string(i % 5000);
+    const std::string value = "v" + std::to_string(i);
+    kv_.PutNoAck("burst", key, value);
+    kv_.RecordPut("burst", key, value, base + i + 1);
+  }
+  kv_.Flush();
+  kv_.WaitForLastSeq("burst", base + kBurst);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (fold->ReadMeta()->cursor.value_or(0) < base + kBurst &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  stop.request_stop();
+  watcher.join();
+  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  EXPECT_EQ(fold->ReadMeta()->cursor, base + kBurst);
+  EXPECT_EQ(applied.load(), static_cast<uint64_t>(kBurst));
+  EXPECT_EQ(Live(*fold), kv_.Truth("burst"));
+}
+
+// NATS clamps a start below first_seq silently; the watcher must not.
+TEST_F(WatchLiveTest, ExpiredCursorOnDiscardOldMaxMsgsIsDetected) {
+  kv_.CreateBucket("ev", {{"max_msgs", 20}, {"discard", "old"}});
+  for (int i = 0; i < 10; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");
+  auto source = Source("ev");
+  auto fold = OpenFold();
+  ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
+  const std::string before = Snapshot(*fold);
+  for (int i = 0; i < 50; ++i) kv_.Put("ev", "n" + std::to_string(i), "w");
+  Result r = CatchUp(*source, *fold);
+  ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
+  EXPECT_NE(r.status.message().find("cursor 10 expired"), std::string::npos) << r.status.message();
+  EXPECT_TRUE(r.revisions.empty());
+  EXPECT_EQ(Snapshot(*fold), before);
+}
+
+TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
+  kv_.CreateBucket("re");
+  for (int i = 0; i < 5; ++i) kv_.Put("re", "k" + std::to_string(i), "v");
+  auto fold = OpenFold();
+  {
+    auto source = Source("re");
+    ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
+  }
+  const std::string before = Snapshot(*fold);
+  kv_.DeleteBucket("re");
+  kv_.CreateBucket("re");
+  for (int i = 0; i < 9; ++i) kv_.Put("re", "x" + std::to_string(i), "v");
+  auto source = Source("re");
+  Result r = CatchUp(*source, *fold);
+  ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
+  EXPECT_NE(r.status.message().find("recreated"), std::string::npos);
+  EXPECT_EQ(Snapshot(*fold), before);
+}
+
+TEST_F(WatchLiveTest, UnreachableServerAndMissingBucketAreClearErrors) {
+  ConnectOptions o;
+  o.url = "nats://127.0.0.1:" + std::to_string(FreePort());
+  o.timeout = milliseconds(500);
+  auto s = OpenNatsBucket(o, "any");
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.status().IsUnavailable()) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("cannot connect to " + o.url), std::string::npos);
+
+  o.url = server_.url();
+  auto missing = OpenNatsBucket(o, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(missing.status().IsNotFound()) << missing.status().ToString();
+  EXPECT_NE(missing.status().message().find("bucket nope does not exist"), std::string::npos);
+
+  auto bad = OpenNatsBucket(o, "bad.name");
+  EXPECT_TRUE(bad.status().IsInvalidArgument());
+}
+
+}  // namespace
+}  // namespace kvfold::live

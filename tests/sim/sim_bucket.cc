@@ -34,7 +34,7 @@ class SimDelivery final : public Delivery {
   }
 
   StatusOr<DeliveryProgress> Progress() override {
-    return DeliveryProgress{delivered_, Pending()};
+    return DeliveryProgress{Pending() == 0};
   }
 
  private:

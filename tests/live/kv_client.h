@@ -1,0 +1,61 @@
+// A test-side KV writer over plain nats.c that records the truth: every
+// acknowledged write minus every delete, with the sequence the server gave.
+
+#ifndef KVFOLD_TESTS_LIVE_KV_CLIENT_H_
+#define KVFOLD_TESTS_LIVE_KV_CLIENT_H_
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kvfold/fold.h"
+#include "kvfold/scope.h"
+
+namespace kvfold::live {
+
+class KvClient {
+ public:
+  explicit KvClient(const std::string& url);
+  ~KvClient();
+  KvClient(const KvClient&) = delete;
+  KvClient& operator=(const KvClient&) = delete;
+
+  // Creates stream KV_<bucket> as a KV bucket; `overrides` are merged into
+  // the stream config (e.g. {"max_msgs": 10, "discard": "old"}).
+  void CreateBucket(const std::string& bucket, const nlohmann::json& overrides = {});
+  void DeleteBucket(const std::string& bucket);
+
+  uint64_t Put(const std::string& bucket, const std::string& key, const std::string& value);
+  uint64_t Delete(const std::string& bucket, const std::string& key);
+  uint64_t Purge(const std::string& bucket, const std::string& key);
+  // Publishes without waiting for the ack (bursts); the caller waits with
+  // WaitForLastSeq. Sequences follow publish order on one connection.
+  void PutNoAck(const std::string& bucket, const std::string& key, const std::string& value);
+  void Flush();
+
+  nlohmann::json StreamInfo(const std::string& bucket);
+  uint64_t LastSeq(const std::string& bucket);
+  void WaitForLastSeq(const std::string& bucket, uint64_t seq);
+
+  // The truth for `bucket` within `scope`: key -> live entry.
+  std::map<std::string, Entry> Truth(const std::string& bucket, const Scope& scope = Scope()) const;
+  // Records a write the caller made without an ack (see PutNoAck).
+  void RecordPut(const std::string& bucket, const std::string& key, const std::string& value,
+                 uint64_t seq);
+
+ private:
+  uint64_t Write(const std::string& bucket, const std::string& key, const std::string& value,
+                 const char* op);
+  nlohmann::json Api(const std::string& subject, const nlohmann::json& body);
+
+  natsConnection* nc_ = nullptr;
+  std::map<std::string, std::map<std::string, Entry>> truth_;
+};
+
+}  // namespace kvfold::live
+
+#endif  // KVFOLD_TESTS_LIVE_KV_CLIENT_H_
