@@ -6,11 +6,14 @@ std::string NatsError(natsStatus s) {
   std::string out = natsStatus_GetText(s);
   natsStatus last_status = NATS_OK;
   const char* last = nats_GetLastError(&last_status);
-  if (last != nullptr && *last != '\0' && out != last) {
-    out += " (";
-    out += last;
-    out += ")";
+  if (last == nullptr || last_status != s) return out;
+  // nats.c prefixes its detail with "(file.c:line): "; keep only the detail.
+  std::string detail = last;
+  if (!detail.empty() && detail.front() == '(') {
+    const size_t end = detail.find("): ");
+    if (end != std::string::npos) detail.erase(0, end + 3);
   }
+  if (!detail.empty() && detail != out) out += " (" + detail + ")";
   return out;
 }
 

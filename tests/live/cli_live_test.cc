@@ -1,1 +1,287 @@
+// The kvfold command as scripts use it: real processes, a real nats-server,
+// exit codes and output formats checked exactly.
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "live/kv_client.h"
+#include "live/nats_server.h"
+
+namespace kvfold::live {
+namespace {
+
+using nlohmann::json;
+
+struct Exit {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
+            const std::string& err_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    static std::string cli = KVFOLD_CLI_PATH;
+    argv.push_back(cli.data());
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(cli.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int Wait(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string Base64Decode(const std::string& in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t buf = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v = val(c);
+    if (v < 0) break;
+    buf = (buf << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((buf >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+class CliLiveTest : public ::testing::Test {
+ protected:
+  CliLiveTest() : kv_(server_.url()) {}
+
+  Exit Run(const std::vector<std::string>& args) {
+    const std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
+    Exit e;
+    e.code = Wait(Spawn(args, out, err));
+    e.out = ReadFile(out);
+    e.err = ReadFile(err);
+    return e;
+  }
+
+  std::string Fold(const std::string& name = "fold") { return dir_.path() + "/" + name; }
+
+  Exit Mirror(const std::string& bucket, const std::string& fold,
+              std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", bucket,
+                                     "--fold", fold, "--until-caught-up"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Run(args);
+  }
+
+  // `dump --json` parsed back into key -> (revision, value).
+  std::map<std::string, Entry> Dump(const std::string& fold) {
+    Exit e = Run({"dump", "--fold", fold, "--json"});
+    EXPECT_EQ(e.code, 0) << e.err;
+    std::map<std::string, Entry> out;
+    std::istringstream lines(e.out);
+    std::string line, previous;
+    while (std::getline(lines, line)) {
+      json j = json::parse(line);
+      EXPECT_EQ(j.size(), 3u) << line;
+      const std::string key = j["key"];
+      EXPECT_LT(previous, key) << "dump must be sorted by key bytes";
+      previous = key;
+      out[key] = Entry{j["revision"].get<uint64_t>(), false, Base64Decode(j["value"])};
+    }
+    return out;
+  }
+
+  json Status(const std::string& fold) {
+    Exit e = Run({"status", "--fold", fold, "--json"});
+    EXPECT_EQ(e.code, 0) << e.err;
+    return json::parse(e.out);
+  }
+
+  NatsServer server_;
+  KvClient kv_;
+  TestDir dir_;
+};
+
+TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 40; ++i) kv_.Put("app", "cfg." + std::to_string(i % 12), "v" + std::to_string(i));
+  kv_.Put("app", "bin", std::string("\x00\xfe\n\"", 4));
+  kv_.Delete("app", "cfg.3");
+  kv_.Purge("app", "cfg.4");
+  Exit m = Mirror("app", Fold());
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(Dump(Fold()), kv_.Truth("app"));
+  json st = Status(Fold());
+  EXPECT_EQ(st["bucket"], "app");
+  EXPECT_EQ(st["cursor"], kv_.LastSeq("app"));
+  EXPECT_EQ(st["keys"], kv_.Truth("app").size());
+  EXPECT_EQ(st["scope"], json::array({""}));
+  // Text forms exist too.
+  Exit text = Run({"status", "--fold", Fold()});
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("bucket:         app"), std::string::npos) << text.out;
+  Exit scoped = Run({"dump", "--fold", Fold(), "--scope", "cfg.1"});
+  EXPECT_EQ(scoped.code, 0);
+  EXPECT_NE(scoped.out.find("cfg.10\t"), std::string::npos) << scoped.out;
+  EXPECT_EQ(scoped.out.find("bin\t"), std::string::npos);
+}
+
+TEST_F(CliLiveTest, ScopedMirrorAndRefusalOfAnotherBucketOrScope) {
+  kv_.CreateBucket("one");
+  kv_.CreateBucket("two");
+  for (const char* k : {"a.1", "a.2", "b.1", "c.1"}) kv_.Put("one", k, "x");
+  kv_.Put("two", "a.1", "y");
+  Exit m = Mirror("one", Fold(), {"--scope", "a.", "--scope", "c."});
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(Dump(Fold()), kv_.Truth("one", *Scope::Make({"a.", "c."})));
+  EXPECT_EQ(Status(Fold())["scope"], json::array({"a.", "c."}));
+  const auto before = Dump(Fold());
+
+  Exit other = Mirror("two", Fold(), {"--scope", "a.", "--scope", "c."});
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("mirrors bucket one, not two"), std::string::npos) << other.err;
+  Exit narrower = Mirror("one", Fold(), {"--scope", "a."});
+  EXPECT_EQ(narrower.code, 1);
+  EXPECT_NE(narrower.err.find("scope [a., c.]"), std::string::npos) << narrower.err;
+  EXPECT_EQ(Dump(Fold()), before);
+}
+
+TEST_F(CliLiveTest, ExpiredCursorExitsThreeAndLeavesTheFoldUntouched) {
+  kv_.CreateBucket("ev", {{"max_msgs", 25}, {"discard", "old"}});
+  for (int i = 0; i < 10; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");
+  ASSERT_EQ(Mirror("ev", Fold()).code, 0);
+  const auto dump_before = Dump(Fold());
+  const json status_before = Status(Fold());
+  for (int i = 0; i < 60; ++i) kv_.Put("ev", "later" + std::to_string(i), "w");
+  Exit e = Mirror("ev", Fold());
+  EXPECT_EQ(e.code, 3) << e.err;
+  EXPECT_NE(e.err.find("cursor 10 expired"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("new, empty --fold directory"), std::string::npos) << e.err;
+  EXPECT_EQ(Dump(Fold()), dump_before);
+  EXPECT_EQ(Status(Fold()), status_before);
+}
+
+TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {},
+           {"mirror", "--bucket", "b", "--fold", "f"},  // no --server
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--batch", "0"},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--scope", "a b"},
+           {"mirror", "--server", server_.url(), "--bucket", "b.c", "--fold", Fold()},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--user", "u"},
+           {"dump", "--fold", Fold(), "--bogus"},
+           {"frobnicate"},
+       }) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    Exit e = Run(args);
+    EXPECT_EQ(e.code, 2) << joined << "\n" << e.err;
+    EXPECT_FALSE(e.err.empty()) << joined;
+  }
+  for (const char* cmd : {"mirror", "dump", "status"}) {
+    Exit e = Run({cmd, "--help"});
+    EXPECT_EQ(e.code, 0) << cmd;
+    EXPECT_NE(e.out.find("--fold"), std::string::npos) << cmd;
+  }
+  // Nothing was created by the refused runs.
+  EXPECT_FALSE(std::filesystem::exists(Fold()));
+}
+
+TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
+  const std::string dead = "nats://127.0.0.1:" + std::to_string(FreePort());
+  Exit e = Run({"mirror", "--server", dead, "--bucket", "b", "--fold", Fold()});
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find("cannot connect to " + dead), std::string::npos) << e.err;
+  EXPECT_FALSE(std::filesystem::exists(Fold()));
+  Exit missing = Run({"mirror", "--server", server_.url(), "--bucket", "nope", "--fold", Fold()});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("bucket nope does not exist"), std::string::npos) << missing.err;
+  Exit status = Run({"status", "--fold", Fold("never")});
+  EXPECT_EQ(status.code, 1);
+  EXPECT_NE(status.err.find("no fold at"), std::string::npos) << status.err;
+}
+
+// status and dump read a fold while a mirror process writes it; SIGTERM
+// makes the mirror flush and exit 0.
+TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
+  kv_.CreateBucket("live");
+  for (int i = 0; i < 20; ++i) kv_.Put("live", "k" + std::to_string(i), "v0");
+  const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
+  pid_t mirror = Spawn({"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()},
+                       out, err);
+  uint64_t last = 0;
+  for (int round = 1; round <= 5; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      last = kv_.Put("live", "k" + std::to_string(i % 50), "v" + std::to_string(round));
+    }
+    // Read while it writes: never blocks, never fails.
+    Exit s = Run({"status", "--fold", Fold(), "--json"});
+    ASSERT_EQ(s.code, 0) << s.err;
+    Exit d = Run({"dump", "--fold", Fold(), "--json"});
+    ASSERT_EQ(d.code, 0) << d.err;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (Status(Fold())["cursor"] != last && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(Wait(mirror), 0) << ReadFile(err);
+  EXPECT_EQ(Status(Fold())["cursor"], last);
+  EXPECT_EQ(Dump(Fold()), kv_.Truth("live"));
+}
+
+// A mirror killed with SIGKILL mid-stream resumes and converges.
+TEST_F(CliLiveTest, MirrorKilledWithSigkillResumesToTheTruth) {
+  kv_.CreateBucket("kill");
+  const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
+  pid_t mirror = Spawn({"mirror", "--server", server_.url(), "--bucket", "kill", "--fold", Fold(),
+                        "--batch", "7"},
+                       out, err);
+  for (int i = 0; i < 3000; ++i) {
+    kv_.Put("kill", "k" + std::to_string(i % 300), "v" + std::to_string(i));
+    if (i == 1500) kill(mirror, SIGKILL);
+  }
+  Wait(mirror);
+  Exit resumed = Mirror("kill", Fold());
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(Dump(Fold()), kv_.Truth("kill"));
+  EXPECT_EQ(Status(Fold())["cursor"], kv_.LastSeq("kill"));
+}
+
+}  // namespace
+}  // namespace kvfold::live

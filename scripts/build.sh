@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds kvfold into build/ (or $1), with -j2.
+#   scripts/build.sh [BUILD_DIR] [extra cmake args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build}
+shift || true
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$dir" -j2
