@@ -47,6 +47,9 @@ struct FoldMeta {
   std::string stream_created;            // stream identity (creation time)
   uint64_t live_keys = 0;                // entries that are not tombstones
   uint64_t entries = 0;                  // live keys + tombstones
+  // Set while a seed is applying artifact chunks (entries without a cursor
+  // yet): the artifact id, so a re-run can finish the same seed.
+  std::string seeding;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };
@@ -59,10 +62,23 @@ struct FoldCommit {
   std::optional<std::string> bucket;
   std::optional<std::vector<std::string>> scope;
   std::optional<std::string> stream_created;
+  std::optional<std::string> seeding;  // "" clears it
 
   bool empty() const {
-    return entries.empty() && !cursor && !bucket && !scope && !stream_created;
+    return entries.empty() && !cursor && !bucket && !scope && !stream_created && !seeding;
   }
+};
+
+// A consistent, read-only view of a fold: metadata and entries as of one
+// moment, unaffected by later commits. Safe to use from one thread at a
+// time; may outlive later commits but not the Fold it came from.
+class FoldSnapshot {
+ public:
+  virtual ~FoldSnapshot() = default;
+  virtual const FoldMeta& meta() const = 0;
+  // As Fold::Scan, over the snapshot.
+  virtual Status Scan(std::string_view prefix, bool include_tombstones,
+                      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
 };
 
 class Fold {
@@ -85,6 +101,9 @@ class Fold {
 
   // The metadata as of the last commit.
   virtual StatusOr<FoldMeta> ReadMeta() = 0;
+
+  // A consistent view of entries and metadata together (e.g. for export).
+  virtual StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() = 0;
 
   // Writes `commit` atomically and, with the durable sync policy, durably.
   // On failure nothing of it is visible. A cursor lower than the stored one

@@ -10,6 +10,9 @@
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"
 #include "kvfold/status.h"
+#include "kvfold/artifact.h"
+#include "kvfold/lease.h"
+#include "kvfold/transport.h"
 #include "kvfold/watcher.h"
 
 #endif  // KVFOLD_KVFOLD_H_

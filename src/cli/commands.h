@@ -27,9 +27,17 @@ using Runner = std::function<int()>;
 Runner AddMirrorCommand(CLI::App& app);
 Runner AddDumpCommand(CLI::App& app);
 Runner AddStatusCommand(CLI::App& app);
-
-std::string Base64Encode(std::string_view bytes);
+Runner AddExportCommand(CLI::App& app);
+Runner AddSeedCommand(CLI::App& app);
+Runner AddArtifactsCommand(CLI::App& app);
 
 }  // namespace kvfold::cli
+
+// Returns Report(command, status) from the enclosing function on error.
+#define KVFOLD_RETURN_IF_ERROR_EXIT(command, expr)                          \
+  do {                                                                      \
+    ::kvfold::Status kvfold_status_ = (expr);                               \
+    if (!kvfold_status_.ok()) return ::kvfold::cli::Report(command, kvfold_status_); \
+  } while (0)
 
 #endif  // KVFOLD_CLI_COMMANDS_H_

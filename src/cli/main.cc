@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   Runner mirror = AddMirrorCommand(app);
   Runner dump = AddDumpCommand(app);
   Runner status = AddStatusCommand(app);
+  Runner export_ = AddExportCommand(app);
+  Runner seed = AddSeedCommand(app);
+  Runner artifacts = AddArtifactsCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -39,5 +42,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("mirror")) return mirror();
   if (app.got_subcommand("dump")) return dump();
   if (app.got_subcommand("status")) return status();
+  if (app.got_subcommand("export")) return export_();
+  if (app.got_subcommand("seed")) return seed();
+  if (app.got_subcommand("artifacts")) return artifacts();
   return kExitUsage;
 }

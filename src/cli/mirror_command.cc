@@ -1,15 +1,20 @@
 // kvfold mirror: watch a bucket into a fold until stopped or caught up.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/connect_flags.h"
+#include "kvfold/artifact.h"
 #include "kvfold/connection.h"
+#include "kvfold/lease.h"
 #include "kvfold/fold.h"
 #include "kvfold/watcher.h"
 
@@ -25,6 +30,82 @@ struct MirrorFlags {
   size_t batch = 1000;
   bool no_sync = false;
   bool verbose = false;
+  std::string export_to;
+  std::string export_every;
+  std::string lease_bucket = "kvfold-leases";
+  std::string sign_key;
+  size_t keep = 0;
+};
+
+// Scheduled export beside the watch: every round, the node that wins the
+// lease exports one consistent snapshot of the fold and moves the pointer
+// forward. The fold's read API is safe while the watch commits.
+class ScheduledExport {
+ public:
+  ScheduledExport(const MirrorFlags& f, Fold& fold, std::chrono::milliseconds every,
+                  std::stop_token stop)
+      : f_(f), fold_(fold), every_(every), thread_([this, stop] { Loop(stop); }) {}
+  ~ScheduledExport() { thread_.join(); }
+
+ private:
+  void Log(const std::string& line) { std::cerr << "kvfold mirror: export: " << line << "\n"; }
+
+  void Loop(std::stop_token stop) {
+    const std::string holder = ExporterId();
+    std::unique_ptr<ExportLease> lease;
+    std::unique_ptr<Transport> to;
+    while (true) {
+      RealClock()->SleepFor(every_, stop);
+      if (stop.stop_requested()) return;
+      if (!lease) {
+        auto l = ExportLease::Open(f_.connect, f_.lease_bucket);
+        if (!l.ok()) {
+          Log(l.status().ToString());
+          continue;
+        }
+        lease = std::move(l).value();
+      }
+      auto won = lease->TryAcquire("export." + f_.bucket, holder, every_);
+      if (!won.ok()) {
+        Log("lease: " + won.status().ToString());
+        continue;
+      }
+      if (!*won) continue;  // another node exports this round
+      if (!to) {
+        auto t = OpenTransport(f_.export_to, f_.connect);
+        if (!t.ok()) {
+          Log(t.status().ToString());
+          continue;
+        }
+        to = std::move(t).value();
+      }
+      ExportOptions options;
+      options.exporter_id = holder;
+      options.sign_key_file = f_.sign_key;
+      auto m = ExportArtifact(fold_, *to, options);
+      if (!m.ok()) {
+        Log(m.status().ToString());
+        continue;
+      }
+      Log("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
+          std::to_string(m->entry_count) + " entries) to " + to->location());
+      if (f_.keep > 0) {
+        Status pruned = PruneArtifacts(*to, f_.keep, nullptr);
+        if (!pruned.ok()) Log("prune: " + pruned.ToString());
+      }
+    }
+  }
+
+  static std::string ExporterId() {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    return std::string(host) + "-" + std::to_string(getpid());
+  }
+
+  const MirrorFlags& f_;
+  Fold& fold_;
+  std::chrono::milliseconds every_;
+  std::thread thread_;
 };
 
 // Turns SIGINT and SIGTERM into a stop request. The signals are blocked in
@@ -66,9 +147,18 @@ int RunMirror(const MirrorFlags& f) {
   if (f.batch == 0) {
     return Report("mirror", Status::InvalidArgument("--batch must be > 0"));
   }
-  if (f.connect.user.empty() != f.connect.password.empty()) {
-    return Report("mirror", Status::InvalidArgument(
-                                "--user and --password go together"));
+  KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckConnectFlags(f.connect));
+  std::optional<std::chrono::milliseconds> every;
+  if (f.export_to.empty() != f.export_every.empty()) {
+    return Report("mirror", Status::InvalidArgument("--export-to and --export-every go together"));
+  }
+  if (!f.export_every.empty()) {
+    auto d = ParseDuration(f.export_every);
+    if (!d.ok()) return Report("mirror", d.status().WithContext("--export-every"));
+    every = *d;
+    if (!f.export_to.starts_with("dir:") && !f.export_to.starts_with("obj:")) {
+      return Report("mirror", Status::InvalidArgument("--export-to must be dir:PATH or obj:BUCKET"));
+    }
   }
   SignalStopper stopper;
   auto source = OpenNatsBucket(f.connect, f.bucket);
@@ -91,7 +181,14 @@ int RunMirror(const MirrorFlags& f) {
       std::cerr << "kvfold mirror: committed through " << cursor << "\n";
     };
   }
-  Status s = Watch(**source, **fold, options);
+  Status s;
+  {
+    std::stop_source exports_stop;
+    std::optional<ScheduledExport> exports;
+    if (every) exports.emplace(f, **fold, *every, exports_stop.get_token());
+    s = Watch(**source, **fold, options);
+    exports_stop.request_stop();
+  }
   if (!s.ok()) return Report("mirror", s);
   auto meta = (*fold)->ReadMeta();
   if (!meta.ok()) return Report("mirror", meta.status());
@@ -111,8 +208,7 @@ Runner AddMirrorCommand(CLI::App& app) {
       "flushes and exits 0) or, with --until-caught-up, until the fold has "
       "reached the stream's last sequence as read at start. Exit codes: 0 ok, "
       "2 usage, 3 cursor expired, 1 other errors.");
-  cmd->add_option("--server", flags->connect.url, "NATS server URL(s), comma separated")
-      ->required();
+  AddConnectFlags(cmd, &flags->connect, /*server_required=*/true);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")
       ->required();
@@ -121,17 +217,15 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_flag("--until-caught-up", flags->until_caught_up,
                 "exit 0 once the fold reached the stream's last sequence at start");
   cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)");
-  cmd->add_option("--creds", flags->connect.creds_file, "NATS credentials file")
+  cmd->add_option("--export-to", flags->export_to,
+                  "export artifacts on a schedule to dir:PATH or obj:BUCKET");
+  cmd->add_option("--export-every", flags->export_every,
+                  "export period, e.g. 30s, 5m, 1h (one node per round, by lease)");
+  cmd->add_option("--lease-bucket", flags->lease_bucket,
+                  "KV bucket holding the export lease (default kvfold-leases)");
+  cmd->add_option("--sign-key", flags->sign_key, "PEM Ed25519 key to sign exported manifests")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--user", flags->connect.user, "user name");
-  cmd->add_option("--password", flags->connect.password, "password");
-  cmd->add_option("--token", flags->connect.token, "authentication token");
-  cmd->add_option("--tls-ca", flags->connect.tls_ca_file, "CA bundle to trust")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-cert", flags->connect.tls_cert_file, "client certificate")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-key", flags->connect.tls_key_file, "client key")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("--keep", flags->keep, "after each export, prune to the newest K artifacts");
   cmd->add_flag("--no-sync", flags->no_sync,
                 "do not fsync each commit (faster; a machine crash may lose "
                 "the newest commits, never tear one)");

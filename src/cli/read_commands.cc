@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/base64.h"
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"
 
@@ -54,7 +55,7 @@ int RunDump(const ReadFlags& f) {
                                if (f.json) {
                                  json line = {{"key", key},
                                               {"revision", e.revision},
-                                              {"value", Base64Encode(e.value)}};
+                                              {"value", core::Base64Encode(e.value)}};
                                  std::cout << line.dump() << "\n";
                                } else {
                                  std::cout << key << "\t" << e.revision << "\t"

@@ -147,4 +147,36 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
   return j;
 }
 
+StatusOr<uint64_t> NatsConnection::Publish(
+    const std::string& subject, std::string_view data,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  natsMsg* msg = nullptr;
+  natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, data.data(),
+                                static_cast<int>(data.size()));
+  if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
+  for (const auto& [k, v] : headers) natsMsgHeader_Set(msg, k.c_str(), v.c_str());
+  natsMsg* reply = nullptr;
+  s = natsConnection_RequestMsg(&reply, conn_, msg, timeout_.count());
+  natsMsg_Destroy(msg);
+  if (s == NATS_NO_RESPONDERS) {
+    return Status::Unavailable("no stream stores subject " + subject + " on " + url_);
+  }
+  if (s != NATS_OK) {
+    return Status::Unavailable("publishing to " + subject + " failed: " + NatsError(s));
+  }
+  std::string text(natsMsg_GetData(reply), static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  natsMsg_Destroy(reply);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Corruption("JetStream answered a publish to " + subject + " with no JSON");
+  }
+  if (j.contains("error")) {
+    const auto& e = j["error"];
+    return Status::FailedPrecondition(
+        "publish to " + subject + " refused: " + e.value("description", std::string("?")) +
+        " (err_code " + std::to_string(e.value("err_code", 0)) + ")");
+  }
+  return j.value("seq", uint64_t{0});
+}
+
 }  // namespace kvfold::nats

@@ -14,6 +14,9 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -49,6 +52,12 @@ class NatsConnection {
   // with the server's description; no reply becomes Unavailable.
   StatusOr<nlohmann::json> ApiRequest(const std::string& api,
                                       const nlohmann::json& body);
+
+  // Publishes to a stream subject and waits for the JetStream ack; returns
+  // the stored sequence. A refusal (e.g. a failed expected-sequence check)
+  // is FailedPrecondition with the server's description and err_code.
+  StatusOr<uint64_t> Publish(const std::string& subject, std::string_view data,
+                             const std::vector<std::pair<std::string, std::string>>& headers = {});
 
  private:
   NatsConnection() = default;

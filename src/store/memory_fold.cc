@@ -37,6 +37,11 @@ class MemoryFold final : public Fold {
     return Status::OK();
   }
 
+  StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override {
+    std::lock_guard lock(mu_);
+    return std::unique_ptr<FoldSnapshot>(new Copy(entries_, meta_));
+  }
+
   StatusOr<FoldMeta> ReadMeta() override {
     std::lock_guard lock(mu_);
     return meta_;
@@ -60,10 +65,32 @@ class MemoryFold final : public Fold {
     if (commit.bucket) meta_.bucket = *commit.bucket;
     if (commit.scope) meta_.scope = commit.scope;
     if (commit.stream_created) meta_.stream_created = *commit.stream_created;
+    if (commit.seeding) meta_.seeding = *commit.seeding;
     return Status::OK();
   }
 
  private:
+  // A snapshot of a memory fold is a copy: fine for tests and simulation.
+  class Copy final : public FoldSnapshot {
+   public:
+    Copy(std::map<std::string, Entry, std::less<>> entries, FoldMeta meta)
+        : entries_(std::move(entries)), meta_(std::move(meta)) {}
+    const FoldMeta& meta() const override { return meta_; }
+    Status Scan(std::string_view prefix, bool include_tombstones,
+                const std::function<bool(std::string_view, const Entry&)>& fn) override {
+      for (auto it = entries_.lower_bound(prefix);
+           it != entries_.end() && it->first.starts_with(prefix); ++it) {
+        if (it->second.deleted && !include_tombstones) continue;
+        if (!fn(it->first, it->second)) break;
+      }
+      return Status::OK();
+    }
+
+   private:
+    std::map<std::string, Entry, std::less<>> entries_;
+    FoldMeta meta_;
+  };
+
   std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;
   FoldMeta meta_;

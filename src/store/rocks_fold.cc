@@ -23,6 +23,7 @@ constexpr std::string_view kScopeName = "scope";
 constexpr std::string_view kCreatedName = "stream_created";
 constexpr std::string_view kLiveName = "live_keys";
 constexpr std::string_view kEntriesName = "entries";
+constexpr std::string_view kSeedingName = "seeding";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -60,8 +61,16 @@ class RocksFold final : public Fold {
               const std::function<bool(std::string_view, const Entry&)>& fn)
       override {
     KVFOLD_RETURN_IF_ERROR(CatchUp());
+    return ScanAt(rocksdb::ReadOptions(), prefix, include_tombstones, fn);
+  }
+
+  StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
+
+  Status ScanAt(const rocksdb::ReadOptions& ro, std::string_view prefix,
+                bool include_tombstones,
+                const std::function<bool(std::string_view, const Entry&)>& fn) {
     const std::string start = store::EntryStoreKey(prefix);
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     Entry entry;
     for (it->Seek(start); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key();
@@ -113,6 +122,13 @@ class RocksFold final : public Fold {
     if (commit.bucket) put_meta(kBucketName, *commit.bucket);
     if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
     if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
+    if (commit.seeding) {
+      if (commit.seeding->empty()) {
+        batch.Delete(store::MetaStoreKey(kSeedingName));
+      } else {
+        put_meta(kSeedingName, *commit.seeding);
+      }
+    }
     if (!commit.entries.empty()) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));
@@ -124,6 +140,9 @@ class RocksFold final : public Fold {
     return Status::OK();
   }
 
+  StatusOr<FoldMeta> ReadMetaAt(const rocksdb::ReadOptions& ro);
+  rocksdb::DB* db() { return db_.get(); }
+
  private:
   Status CatchUp() {
     if (!options_.read_only) return Status::OK();
@@ -132,7 +151,53 @@ class RocksFold final : public Fold {
     return Status::OK();
   }
 
-  StatusOr<FoldMeta> ReadMetaAt(const rocksdb::ReadOptions& ro) {
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string path_;
+  FoldOptions options_;
+  std::string secondary_dir_;  // removed on close
+};
+
+// Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.
+// A secondary (read-only) instance has no snapshots, but it changes only
+// when it catches up with the primary, which a FoldSnapshot never asks for,
+// so its plain view is already consistent.
+class RocksFoldSnapshot final : public FoldSnapshot {
+ public:
+  RocksFoldSnapshot(RocksFold& fold, const rocksdb::Snapshot* snap)
+      : fold_(fold), snap_(snap) {
+    ro_.snapshot = snap_;
+  }
+  ~RocksFoldSnapshot() override {
+    if (snap_ != nullptr) fold_.db()->ReleaseSnapshot(snap_);
+  }
+  Status Init() {
+    auto m = fold_.ReadMetaAt(ro_);
+    if (!m.ok()) return m.status();
+    meta_ = std::move(m).value();
+    return Status::OK();
+  }
+  const FoldMeta& meta() const override { return meta_; }
+  Status Scan(std::string_view prefix, bool include_tombstones,
+              const std::function<bool(std::string_view, const Entry&)>& fn) override {
+    return fold_.ScanAt(ro_, prefix, include_tombstones, fn);
+  }
+
+ private:
+  RocksFold& fold_;
+  const rocksdb::Snapshot* snap_;
+  rocksdb::ReadOptions ro_;
+  FoldMeta meta_;
+};
+
+StatusOr<std::unique_ptr<FoldSnapshot>> RocksFold::Snapshot() {
+  KVFOLD_RETURN_IF_ERROR(CatchUp());
+  auto snap = std::make_unique<RocksFoldSnapshot>(
+      *this, options_.read_only ? nullptr : db_->GetSnapshot());
+  KVFOLD_RETURN_IF_ERROR(snap->Init());
+  return std::unique_ptr<FoldSnapshot>(std::move(snap));
+}
+
+StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     FoldMeta meta;
     std::string v;
     auto read = [&](std::string_view name, bool* found) -> Status {
@@ -162,14 +227,10 @@ class RocksFold final : public Fold {
     if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.live_keys));
     KVFOLD_RETURN_IF_ERROR(read(kEntriesName, &found));
     if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.entries));
+    KVFOLD_RETURN_IF_ERROR(read(kSeedingName, &found));
+    if (found) meta.seeding = v;
     return meta;
-  }
-
-  std::unique_ptr<rocksdb::DB> db_;
-  std::string path_;
-  FoldOptions options_;
-  std::string secondary_dir_;  // removed on close
-};
+}
 
 // Refuses a directory that holds files but no RocksDB database, so a typo
 // in --fold never scribbles into an unrelated directory.

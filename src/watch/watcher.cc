@@ -81,6 +81,10 @@ Status WatchLoop::Prepare() {
         " but this watch asks for " + opt_.scope.ToString() +
         "; use the same scope or another fold directory");
   }
+  if (!meta->cursor && !meta->seeding.empty()) {
+    return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
+                                      meta->seeding + "; re-run `kvfold seed` to finish it");
+  }
   if (!meta->cursor && meta->entries > 0) {
     return Status::CursorExpired(
         "the fold holds " + std::to_string(meta->entries) +

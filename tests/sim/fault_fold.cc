@@ -32,6 +32,11 @@ StatusOr<FoldMeta> FaultFold::ReadMeta() {
   return inner_.ReadMeta();
 }
 
+StatusOr<std::unique_ptr<FoldSnapshot>> FaultFold::Snapshot() {
+  if (crashed_) return Dead();
+  return inner_.Snapshot();
+}
+
 Status FaultFold::Commit(const FoldCommit& commit) {
   if (crashed_) return Dead();
   ++attempts_;

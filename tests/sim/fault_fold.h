@@ -37,6 +37,7 @@ class FaultFold final : public Fold {
   Status Scan(std::string_view prefix, bool include_tombstones,
               const std::function<bool(std::string_view, const Entry&)>& fn) override;
   StatusOr<FoldMeta> ReadMeta() override;
+  StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
   Status Commit(const FoldCommit& commit) override;
 
  private:

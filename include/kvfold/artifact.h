@@ -1,0 +1,145 @@
+// Artifacts: portable, verified snapshots of a fold.
+//
+// An artifact is a protobuf manifest (bucket, stream identity, scope,
+// cursor, chunk list with sizes and SHA-256, optional Ed25519 signature)
+// plus zstd-compressed chunks of key-sorted live entries, published through
+// a Transport. The byte layout is artifacts/FORMAT.md.
+//
+// Thread safety: the functions here use the Fold through its thread-safe
+// read API (export) or as its single writer (seed), and the Transport from
+// the calling thread only.
+
+#ifndef KVFOLD_ARTIFACT_H_
+#define KVFOLD_ARTIFACT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvfold/fold.h"
+#include "kvfold/status.h"
+#include "kvfold/transport.h"
+
+namespace kvfold {
+
+// The manifest schema this build writes and the newest it reads.
+inline constexpr uint32_t kArtifactSchemaVersion = 1;
+
+struct ArtifactChunk {
+  std::string name;
+  uint64_t entry_count = 0;
+  std::string first_key;
+  std::string last_key;
+  uint64_t raw_size = 0;
+  uint64_t compressed_size = 0;
+  std::string sha256;  // 32 raw bytes
+};
+
+// A decoded, integrity-checked manifest.
+struct ArtifactManifest {
+  std::string artifact_id;
+  uint32_t schema_version = 0;
+  uint32_t min_reader_version = 0;
+  std::string bucket;
+  std::string stream_created;
+  std::vector<std::string> scope;
+  bool has_scope = false;
+  uint64_t cursor = 0;
+  bool eviction_observed = false;
+  int64_t created_unix_ms = 0;
+  std::string exporter_id;
+  uint64_t entry_count = 0;
+  std::vector<ArtifactChunk> chunks;
+  bool is_signed = false;
+  std::string signer_public_key;  // 32 raw bytes when signed
+
+  uint64_t raw_bytes() const;
+  uint64_t compressed_bytes() const;
+};
+
+// Progress of a long export, seed or verify.
+struct ArtifactProgress {
+  uint64_t entries_done = 0;
+  uint64_t entries_total = 0;  // 0 when not known yet
+  uint64_t bytes_done = 0;     // stored (compressed) bytes written or read
+};
+using ArtifactProgressFn = std::function<void(const ArtifactProgress&)>;
+
+struct ExportOptions {
+  // Who exported, recorded in the manifest. Default: "<hostname>-<pid>".
+  std::string exporter_id;
+  // Raw bytes per chunk before compression; bounds memory on both sides.
+  // Default: 4 MiB. REQUIRES: > 0.
+  size_t chunk_raw_bytes = size_t{4} << 20;
+  // PEM file with an Ed25519 private key to sign the manifest. Default: none.
+  std::string sign_key_file;
+  // Move the transport's latest pointer to the new artifact. Default: true.
+  bool advance_pointer = true;
+  // Called after each chunk. Default: none.
+  ArtifactProgressFn progress;
+  // For reproducible artifacts (golden files) only: a fixed id and time.
+  std::string fixed_artifact_id;
+  int64_t fixed_created_unix_ms = 0;
+};
+
+// Exports one consistent view of `fold` (entries, cursor and metadata from
+// one snapshot) to `to`: chunks first, the manifest last, then the pointer.
+// FailedPrecondition when the fold has no cursor, bucket or scope, or when
+// the pointer already names an artifact at or beyond this cursor (the
+// artifact is still written; the pointer stays).
+StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to,
+                                          const ExportOptions& options);
+
+struct VerifyOptions {
+  // PEM files with trusted Ed25519 public keys. A signed manifest must be
+  // signed by one of them when any is given.
+  std::vector<std::string> trusted_key_files;
+  // Refuse unsigned artifacts. REQUIRES: trusted_key_files not empty.
+  bool require_signature = false;
+};
+
+// Reads and checks the manifest of `artifact_id` (frame checksum, schema
+// version, signature). Corruption, FailedPrecondition or NotFound with a
+// message naming the artifact and the fault.
+StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::string& artifact_id,
+                                                const VerifyOptions& options);
+
+// The artifact the latest pointer names, or NotFound.
+StatusOr<std::string> LatestArtifactId(Transport& from);
+
+// Checks the manifest and every chunk (size, SHA-256, decompression, record
+// order, key bounds, counts, scope). OK only when everything holds.
+Status VerifyArtifact(Transport& from, const std::string& artifact_id,
+                      const VerifyOptions& options, const ArtifactProgressFn& progress = {});
+
+// Every artifact with a readable manifest, oldest cursor first; unreadable
+// ones are reported in *unreadable (id: reason) when it is not null.
+StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
+                                                      std::vector<std::string>* unreadable);
+
+// Removes all but the newest `keep` artifacts, never the one the pointer
+// names. Returns the removed ids in *removed when not null.
+Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* removed);
+
+struct SeedOptions {
+  VerifyOptions verify;
+  // Seed from this artifact instead of the latest. Default: the latest.
+  std::string artifact_id;
+  // Refuse an artifact of another bucket. Default: "" (any bucket).
+  std::string expected_bucket;
+  ArtifactProgressFn progress;
+};
+
+// Fills an empty fold from an artifact: verifies the whole artifact, then
+// applies it chunk by chunk (each re-verified before its commit) and sets
+// bucket, scope, stream identity and the cursor only in the final commit.
+// A fold left half-seeded by a kill is finished by re-running the same seed.
+// FailedPrecondition for a non-empty fold; the fold is untouched on any
+// verification failure.
+StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options);
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_ARTIFACT_H_

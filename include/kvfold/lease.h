@@ -1,0 +1,33 @@
+// A lease in a NATS KV bucket, so that one node per round does a scheduled
+// job (an export). Acquiring is a compare-and-swap on the lease key
+// (Nats-Expected-Last-Subject-Sequence): of several nodes racing for an
+// expired lease exactly one wins.
+
+#ifndef KVFOLD_LEASE_H_
+#define KVFOLD_LEASE_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "kvfold/connection.h"
+#include "kvfold/status.h"
+
+namespace kvfold {
+
+class ExportLease {
+ public:
+  // Connects and creates the KV bucket `lease_bucket` when missing.
+  static StatusOr<std::unique_ptr<ExportLease>> Open(const ConnectOptions& connect,
+                                                     const std::string& lease_bucket);
+  virtual ~ExportLease() = default;
+
+  // True when `holder` now holds `key` until now + ttl: the key was free,
+  // expired, or already held by `holder`, and no other node won the swap.
+  virtual StatusOr<bool> TryAcquire(const std::string& key, const std::string& holder,
+                                    std::chrono::milliseconds ttl) = 0;
+};
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_LEASE_H_

@@ -1,0 +1,32 @@
+// Reading an artifact's chunks with every check the format allows; shared
+// by verify and seed so both refuse exactly the same inputs.
+
+#ifndef KVFOLD_ARTIFACT_ARTIFACT_READER_H_
+#define KVFOLD_ARTIFACT_ARTIFACT_READER_H_
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "kvfold/artifact.h"
+
+namespace kvfold::artifact {
+
+using RecordFn =
+    std::function<Status(std::string_view key, uint64_t revision, std::string_view value)>;
+
+// Fetches chunk `index` of `manifest` and checks its size, SHA-256, frame,
+// record order (strictly after *previous_key, which it then advances), key
+// bounds, count, keys (valid, in the manifest's scope) and revisions
+// (<= cursor), calling fn for each record only after all checks pass.
+// Returns the stored size in *stored_bytes.
+Status ReadChunk(Transport& from, const ArtifactManifest& manifest, size_t index,
+                 std::string* previous_key, const RecordFn& fn, uint64_t* stored_bytes);
+
+// Every chunk in order; then checks the total entry count.
+Status ReadAllChunks(Transport& from, const ArtifactManifest& manifest, const RecordFn& fn,
+                     const ArtifactProgressFn& progress);
+
+}  // namespace kvfold::artifact
+
+#endif  // KVFOLD_ARTIFACT_ARTIFACT_READER_H_

@@ -1,0 +1,91 @@
+#include "artifact/chunk_codec.h"
+
+#include <zstd.h>
+
+#include "artifact.pb.h"
+
+namespace kvfold::artifact {
+
+namespace {
+constexpr int kZstdLevel = 3;
+}  // namespace
+
+void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
+                  std::string_view value) {
+  ::kvfold::wire::ChunkRecord r;
+  r.set_key(std::string(key));
+  r.set_revision(revision);
+  r.set_value(std::string(value));
+  const std::string bytes = r.SerializeAsString();
+  uint64_t n = bytes.size();
+  while (n >= 0x80) {
+    raw->push_back(static_cast<char>((n & 0x7f) | 0x80));
+    n >>= 7;
+  }
+  raw->push_back(static_cast<char>(n));
+  raw->append(bytes);
+}
+
+Status ForEachRecord(std::string_view raw, const std::string& what,
+                     const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) {
+  ::kvfold::wire::ChunkRecord r;
+  uint64_t index = 0;
+  while (!raw.empty()) {
+    uint64_t n = 0;
+    int shift = 0;
+    size_t used = 0;
+    while (true) {
+      if (used >= raw.size() || shift > 28) {
+        return Status::Corruption(what + ": record " + std::to_string(index) +
+                                  " has a bad length prefix");
+      }
+      const auto b = static_cast<uint8_t>(raw[used++]);
+      n |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) break;
+      shift += 7;
+    }
+    if (raw.size() - used < n) {
+      return Status::Corruption(what + ": record " + std::to_string(index) + " is cut short");
+    }
+    if (!r.ParseFromArray(raw.data() + used, static_cast<int>(n))) {
+      return Status::Corruption(what + ": record " + std::to_string(index) + " does not decode");
+    }
+    KVFOLD_RETURN_IF_ERROR(fn(r.key(), r.revision(), r.value()));
+    raw.remove_prefix(used + n);
+    ++index;
+  }
+  return Status::OK();
+}
+
+std::string Compress(std::string_view raw) {
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+StatusOr<std::string> Decompress(std::string_view compressed, uint64_t raw_size,
+                                 const std::string& what) {
+  if (raw_size > kMaxChunkRawBytes) {
+    return Status::Corruption(what + " claims " + std::to_string(raw_size) +
+                              " raw bytes, more than the " + std::to_string(kMaxChunkRawBytes) +
+                              " a chunk may hold");
+  }
+  const unsigned long long framed = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
+  if (framed == ZSTD_CONTENTSIZE_ERROR || framed == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return Status::Corruption(what + " is not a complete zstd frame");
+  }
+  if (framed != raw_size) {
+    return Status::Corruption(what + " decompresses to " + std::to_string(framed) +
+                              " bytes, manifest says " + std::to_string(raw_size));
+  }
+  std::string out(raw_size, '\0');
+  const size_t n = ZSTD_decompress(out.data(), out.size(), compressed.data(), compressed.size());
+  if (ZSTD_isError(n) || n != raw_size) {
+    return Status::Corruption(what + " does not decompress: " +
+                              (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short output"));
+  }
+  return out;
+}
+
+}  // namespace kvfold::artifact

@@ -1,0 +1,36 @@
+// Chunk objects: a zstd frame holding varint-length-prefixed ChunkRecord
+// messages in key order. See artifacts/FORMAT.md.
+
+#ifndef KVFOLD_ARTIFACT_CHUNK_CODEC_H_
+#define KVFOLD_ARTIFACT_CHUNK_CODEC_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "kvfold/status.h"
+
+namespace kvfold::artifact {
+
+// Largest raw chunk a reader accepts; bounds memory whatever a manifest says.
+inline constexpr uint64_t kMaxChunkRawBytes = uint64_t{64} << 20;
+
+void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
+                  std::string_view value);
+
+// Calls fn for each record of `raw` in order. Corruption when a record is
+// cut short or does not decode.
+Status ForEachRecord(std::string_view raw, const std::string& what,
+                     const std::function<Status(std::string_view key, uint64_t revision,
+                                                std::string_view value)>& fn);
+
+std::string Compress(std::string_view raw);
+
+// Decompresses a frame that must hold exactly `raw_size` bytes.
+StatusOr<std::string> Decompress(std::string_view compressed, uint64_t raw_size,
+                                 const std::string& what);
+
+}  // namespace kvfold::artifact
+
+#endif  // KVFOLD_ARTIFACT_CHUNK_CODEC_H_

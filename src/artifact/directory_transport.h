@@ -1,0 +1,20 @@
+// A directory as an artifact transport. Objects are files under the root;
+// each is written to a temporary name, fsynced, renamed into place and its
+// directory fsynced, so a reader or a crash never sees half an object. The
+// pointer file LATEST is swapped under an flock on .lock, only forward.
+
+#ifndef KVFOLD_ARTIFACT_DIRECTORY_TRANSPORT_H_
+#define KVFOLD_ARTIFACT_DIRECTORY_TRANSPORT_H_
+
+#include <memory>
+#include <string>
+
+#include "kvfold/transport.h"
+
+namespace kvfold::artifact {
+
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root);
+
+}  // namespace kvfold::artifact
+
+#endif  // KVFOLD_ARTIFACT_DIRECTORY_TRANSPORT_H_

@@ -1,0 +1,132 @@
+// Export: one consistent snapshot of a fold, written as chunks, then the
+// manifest, then the pointer, so no reader ever sees a manifest whose
+// chunks are not all in place.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "artifact/chunk_codec.h"
+#include "artifact/manifest_codec.h"
+#include "artifact/signer.h"
+#include "kvfold/artifact.h"
+
+namespace kvfold {
+namespace {
+
+std::string DefaultExporterId() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "-" + std::to_string(getpid());
+}
+
+std::string NewArtifactId(uint64_t cursor) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%020llu-%012llx", static_cast<unsigned long long>(cursor),
+                static_cast<unsigned long long>(rng() & 0xffffffffffffULL));
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const ExportOptions& options) {
+  if (options.chunk_raw_bytes == 0 || options.chunk_raw_bytes > artifact::kMaxChunkRawBytes / 2) {
+    return Status::InvalidArgument("chunk size must be between 1 byte and " +
+                                   std::to_string(artifact::kMaxChunkRawBytes / 2));
+  }
+  std::unique_ptr<artifact::SigningKey> signer;
+  if (!options.sign_key_file.empty()) {
+    auto key = artifact::SigningKey::Load(options.sign_key_file);
+    if (!key.ok()) return key.status();
+    signer = std::move(key).value();
+  }
+  auto snapshot = fold.Snapshot();
+  if (!snapshot.ok()) return snapshot.status();
+  const FoldMeta& meta = (*snapshot)->meta();
+  if (!meta.cursor || meta.bucket.empty() || !meta.scope || meta.stream_created.empty()) {
+    return Status::FailedPrecondition(
+        "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
+  }
+
+  ArtifactManifest m;
+  m.artifact_id = options.fixed_artifact_id.empty() ? NewArtifactId(*meta.cursor)
+                                                    : options.fixed_artifact_id;
+  KVFOLD_RETURN_IF_ERROR(ValidateObjectName(m.artifact_id).WithContext("artifact id"));
+  m.schema_version = kArtifactSchemaVersion;
+  m.min_reader_version = 1;
+  m.bucket = meta.bucket;
+  m.stream_created = meta.stream_created;
+  m.scope = *meta.scope;
+  m.has_scope = true;
+  m.cursor = *meta.cursor;
+  m.created_unix_ms = options.fixed_created_unix_ms != 0
+                          ? options.fixed_created_unix_ms
+                          : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  m.exporter_id = options.exporter_id.empty() ? DefaultExporterId() : options.exporter_id;
+
+  ArtifactProgress progress;
+  progress.entries_total = meta.live_keys;
+  std::string raw;
+  ArtifactChunk current;
+  auto flush = [&]() -> Status {
+    if (current.entry_count == 0) return Status::OK();
+    char name[32];
+    std::snprintf(name, sizeof(name), "/chunk-%06zu", m.chunks.size());
+    current.name = m.artifact_id + name;
+    const std::string stored = artifact::Compress(raw);
+    if (stored.empty()) return Status::Internal("zstd compression failed");
+    current.raw_size = raw.size();
+    current.compressed_size = stored.size();
+    current.sha256 = artifact::Sha256(stored);
+    KVFOLD_RETURN_IF_ERROR(to.Put(current.name, stored));
+    progress.entries_done += current.entry_count;
+    progress.bytes_done += stored.size();
+    m.entry_count += current.entry_count;
+    m.chunks.push_back(std::move(current));
+    current = ArtifactChunk();
+    raw.clear();
+    if (options.progress) options.progress(progress);
+    return Status::OK();
+  };
+  Status inner;
+  Status scanned = (*snapshot)->Scan("", /*include_tombstones=*/false,
+                                     [&](std::string_view key, const Entry& e) {
+                                       if (current.entry_count == 0) current.first_key = key;
+                                       current.last_key = key;
+                                       ++current.entry_count;
+                                       artifact::AppendRecord(&raw, key, e.revision, e.value);
+                                       if (raw.size() >= options.chunk_raw_bytes) inner = flush();
+                                       return inner.ok();
+                                     });
+  KVFOLD_RETURN_IF_ERROR(inner);
+  KVFOLD_RETURN_IF_ERROR(scanned);
+  KVFOLD_RETURN_IF_ERROR(flush());
+
+  ::kvfold::wire::ManifestEnvelope envelope;
+  envelope.set_manifest(artifact::ToProto(m).SerializeAsString());
+  if (signer) {
+    auto sig = signer->Sign(envelope.manifest());
+    if (!sig.ok()) return sig.status();
+    envelope.set_signature(*sig);
+    envelope.set_signer_public_key(signer->public_key());
+    m.is_signed = true;
+    m.signer_public_key = signer->public_key();
+  }
+  KVFOLD_RETURN_IF_ERROR(to.Put(m.artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
+  if (options.advance_pointer) {
+    Status moved = to.AdvancePointer(
+        ArtifactPointer{m.artifact_id, m.cursor, m.bucket, m.stream_created});
+    if (!moved.ok()) {
+      return moved.WithContext("artifact " + m.artifact_id + " was written to " + to.location() +
+                               " but not made the latest");
+    }
+  }
+  return m;
+}
+
+}  // namespace kvfold

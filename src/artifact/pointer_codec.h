@@ -1,0 +1,21 @@
+// The latest pointer as stored: a small JSON object
+//   {"artifact":"<id>","cursor":N,"bucket":"…","stream_created":"…"}
+
+#ifndef KVFOLD_ARTIFACT_POINTER_CODEC_H_
+#define KVFOLD_ARTIFACT_POINTER_CODEC_H_
+
+#include <string>
+#include <string_view>
+
+#include "kvfold/transport.h"
+
+namespace kvfold::artifact {
+
+inline constexpr const char* kPointerName = "LATEST";
+
+std::string EncodePointer(const ArtifactPointer& p);
+StatusOr<ArtifactPointer> DecodePointer(std::string_view bytes, const std::string& where);
+
+}  // namespace kvfold::artifact
+
+#endif  // KVFOLD_ARTIFACT_POINTER_CODEC_H_

@@ -1,0 +1,222 @@
+// Reading, verifying, listing and pruning artifacts.
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "artifact/artifact_reader.h"
+#include "artifact/chunk_codec.h"
+#include "artifact/manifest_codec.h"
+#include "artifact/signer.h"
+#include "kvfold/scope.h"
+
+namespace kvfold {
+
+uint64_t ArtifactManifest::raw_bytes() const {
+  uint64_t n = 0;
+  for (const auto& c : chunks) n += c.raw_size;
+  return n;
+}
+
+uint64_t ArtifactManifest::compressed_bytes() const {
+  uint64_t n = 0;
+  for (const auto& c : chunks) n += c.compressed_size;
+  return n;
+}
+
+StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::string& artifact_id,
+                                                const VerifyOptions& options) {
+  KVFOLD_RETURN_IF_ERROR(ValidateObjectName(artifact_id).WithContext("artifact id"));
+  if (options.require_signature && options.trusted_key_files.empty()) {
+    return Status::InvalidArgument("requiring a signature needs at least one trusted key");
+  }
+  const std::string what = "manifest of artifact " + artifact_id + " at " + from.location();
+  auto bytes = from.Get(artifact_id + "/manifest");
+  if (!bytes.ok()) {
+    if (bytes.status().IsNotFound()) {
+      return Status::NotFound("artifact " + artifact_id + " not found at " + from.location() +
+                              " (no manifest)");
+    }
+    return bytes.status();
+  }
+  ::kvfold::wire::ManifestEnvelope envelope;
+  ::kvfold::wire::Manifest proto;
+  KVFOLD_RETURN_IF_ERROR(artifact::DecodeManifestFrame(*bytes, what, &envelope, &proto));
+  ArtifactManifest m = artifact::FromProto(proto, envelope);
+  if (m.artifact_id != artifact_id) {
+    return Status::Corruption(what + " names itself " + m.artifact_id);
+  }
+  for (size_t i = 0; i < m.chunks.size(); ++i) {
+    const std::string expected_prefix = artifact_id + "/";
+    if (!m.chunks[i].name.starts_with(expected_prefix) ||
+        !ValidateObjectName(m.chunks[i].name).ok()) {
+      return Status::Corruption(what + " lists chunk " + std::to_string(i) + " as \"" +
+                                m.chunks[i].name + "\", outside the artifact");
+    }
+  }
+  if (m.is_signed) {
+    if (!artifact::VerifyEd25519(m.signer_public_key, envelope.manifest(), envelope.signature())) {
+      return Status::Corruption(what + " carries a signature that does not verify");
+    }
+  }
+  if (!options.trusted_key_files.empty()) {
+    std::set<std::string> trusted;
+    for (const auto& f : options.trusted_key_files) {
+      auto key = artifact::LoadPublicKey(f);
+      if (!key.ok()) return key.status();
+      trusted.insert(*key);
+    }
+    if (m.is_signed && !trusted.contains(m.signer_public_key)) {
+      return Status::FailedPrecondition(what + " is signed by key " +
+                                        artifact::HexEncode(m.signer_public_key) +
+                                        ", which is not among the trusted keys");
+    }
+  }
+  if (!m.is_signed && options.require_signature) {
+    return Status::FailedPrecondition(what + " is unsigned, and a signature is required");
+  }
+  return m;
+}
+
+StatusOr<std::string> LatestArtifactId(Transport& from) {
+  auto p = from.ReadPointer();
+  if (!p.ok()) return p.status();
+  if (!*p) return Status::NotFound("no artifact has been published at " + from.location());
+  return (*p)->artifact_id;
+}
+
+namespace artifact {
+
+Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
+                 std::string* previous_key, const RecordFn& fn, uint64_t* stored_bytes) {
+  const ArtifactChunk& c = m.chunks[index];
+  const std::string what = "chunk " + std::to_string(index) + " (" + c.name + ") of artifact " +
+                           m.artifact_id;
+  auto bytes = from.Get(c.name);
+  if (!bytes.ok()) {
+    if (bytes.status().IsNotFound()) return Status::Corruption(what + " is missing");
+    return bytes.status();
+  }
+  *stored_bytes = bytes->size();
+  if (bytes->size() != c.compressed_size) {
+    return Status::Corruption(what + " is " + std::to_string(bytes->size()) +
+                              " bytes; the manifest says " + std::to_string(c.compressed_size) +
+                              " (truncated or replaced)");
+  }
+  if (Sha256(*bytes) != c.sha256) {
+    return Status::Corruption(what + " does not match its SHA-256 in the manifest (corrupt)");
+  }
+  auto raw = Decompress(*bytes, c.raw_size, what);
+  if (!raw.ok()) return raw.status();
+  auto scope = Scope::Make(m.scope);
+  if (!scope.ok()) return Status::Corruption(what + ": manifest scope is invalid");
+  // Check everything first, then hand records out: a caller never sees a
+  // record from a chunk that turns out bad.
+  uint64_t count = 0;
+  std::string first, last = *previous_key;
+  Status checked = ForEachRecord(*raw, what, [&](std::string_view key, uint64_t rev, std::string_view) {
+    if (key <= last) {  // keys are never empty, so the first one passes
+      return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
+    }
+    if (!ValidateKey(key).ok() || !scope->Contains(key)) {
+      return Status::Corruption(what + ": key \"" + std::string(key) +
+                                "\" is not a valid key in the artifact's scope");
+    }
+    if (rev == 0 || rev > m.cursor) {
+      return Status::Corruption(what + ": key \"" + std::string(key) + "\" has revision " +
+                                std::to_string(rev) + ", beyond the artifact's cursor " +
+                                std::to_string(m.cursor));
+    }
+    if (count == 0) first = std::string(key);
+    last = std::string(key);
+    ++count;
+    return Status::OK();
+  });
+  KVFOLD_RETURN_IF_ERROR(checked);
+  if (count != c.entry_count || (count > 0 && (first != c.first_key || last != c.last_key))) {
+    return Status::Corruption(what + " does not hold the entries its manifest lists");
+  }
+  KVFOLD_RETURN_IF_ERROR(ForEachRecord(*raw, what, fn));
+  *previous_key = last;
+  return Status::OK();
+}
+
+Status ReadAllChunks(Transport& from, const ArtifactManifest& m, const RecordFn& fn,
+                     const ArtifactProgressFn& progress) {
+  std::string previous;
+  ArtifactProgress p;
+  p.entries_total = m.entry_count;
+  for (size_t i = 0; i < m.chunks.size(); ++i) {
+    uint64_t stored = 0;
+    KVFOLD_RETURN_IF_ERROR(ReadChunk(from, m, i, &previous, fn, &stored));
+    p.entries_done += m.chunks[i].entry_count;
+    p.bytes_done += stored;
+    if (progress) progress(p);
+  }
+  if (p.entries_done != m.entry_count) {
+    return Status::Corruption("artifact " + m.artifact_id + " lists " +
+                              std::to_string(m.entry_count) + " entries but its chunks hold " +
+                              std::to_string(p.entries_done));
+  }
+  return Status::OK();
+}
+
+}  // namespace artifact
+
+Status VerifyArtifact(Transport& from, const std::string& artifact_id,
+                      const VerifyOptions& options, const ArtifactProgressFn& progress) {
+  auto m = ReadArtifactManifest(from, artifact_id, options);
+  if (!m.ok()) return m.status();
+  return artifact::ReadAllChunks(
+      from, *m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); },
+      progress);
+}
+
+StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
+                                                      std::vector<std::string>* unreadable) {
+  auto names = from.List();
+  if (!names.ok()) return names.status();
+  std::vector<ArtifactManifest> out;
+  for (const auto& name : *names) {
+    const std::string suffix = "/manifest";
+    if (!name.ends_with(suffix)) continue;
+    const std::string id = name.substr(0, name.size() - suffix.size());
+    auto m = ReadArtifactManifest(from, id, VerifyOptions{});
+    if (m.ok()) {
+      out.push_back(std::move(m).value());
+    } else if (unreadable != nullptr) {
+      unreadable->push_back(id + ": " + m.status().ToString());
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.cursor != b.cursor ? a.cursor < b.cursor : a.artifact_id < b.artifact_id;
+  });
+  return out;
+}
+
+Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* removed) {
+  auto pointer = at.ReadPointer();
+  if (!pointer.ok()) return pointer.status();
+  auto all = ListArtifacts(at, nullptr);
+  if (!all.ok()) return all.status();
+  auto names = at.List();
+  if (!names.ok()) return names.status();
+  size_t kept = 0;
+  for (auto it = all->rbegin(); it != all->rend(); ++it) {
+    const bool named = *pointer && (*pointer)->artifact_id == it->artifact_id;
+    if (named || kept < keep) {
+      ++kept;
+      continue;
+    }
+    // The manifest goes first: an artifact without one is never listed or
+    // restored, so a crash mid-prune leaves only unreferenced chunks.
+    KVFOLD_RETURN_IF_ERROR(at.Remove(it->artifact_id + "/manifest"));
+    for (const auto& n : *names) {
+      if (n.starts_with(it->artifact_id + "/")) KVFOLD_RETURN_IF_ERROR(at.Remove(n));
+    }
+    if (removed != nullptr) removed->push_back(it->artifact_id);
+  }
+  return Status::OK();
+}
+
+}  // namespace kvfold

@@ -1,0 +1,84 @@
+// Seed: fill an empty fold from an artifact. The whole artifact is verified
+// before the first commit (bad input leaves the fold untouched); then each
+// chunk is re-read, re-verified and committed without a cursor, and the
+// cursor, bucket, scope and identity land only in the final commit, so a
+// kill mid-seed leaves a fold the watcher refuses and a re-run finishes.
+
+#include "artifact/artifact_reader.h"
+#include "kvfold/artifact.h"
+
+namespace kvfold {
+
+StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options) {
+  auto meta = fold.ReadMeta();
+  if (!meta.ok()) return meta.status();
+  const bool untouched = !meta->cursor && meta->entries == 0 && meta->bucket.empty() &&
+                         meta->seeding.empty();
+  const bool unfinished = !meta->cursor && !meta->seeding.empty();
+  if (!untouched && !unfinished) {
+    return Status::FailedPrecondition(
+        "the fold is not empty (cursor " +
+        (meta->cursor ? std::to_string(*meta->cursor) : std::string("<none>")) + ", " +
+        std::to_string(meta->live_keys) +
+        " keys); seed only fills an empty fold: choose a new --fold directory");
+  }
+  std::string id = options.artifact_id;
+  if (unfinished) {
+    if (!id.empty() && id != meta->seeding) {
+      return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
+                                        meta->seeding + ", not " + id +
+                                        "; re-run the seed without naming another artifact");
+    }
+    id = meta->seeding;
+  }
+  if (id.empty()) {
+    auto latest = LatestArtifactId(from);
+    if (!latest.ok()) return latest.status();
+    id = *latest;
+  }
+  auto manifest = ReadArtifactManifest(from, id, options.verify);
+  if (!manifest.ok()) return manifest.status();
+  const ArtifactManifest& m = *manifest;
+  if (!options.expected_bucket.empty() && m.bucket != options.expected_bucket) {
+    return Status::FailedPrecondition("artifact " + id + " is of bucket " + m.bucket + ", not " +
+                                      options.expected_bucket);
+  }
+  if (!m.has_scope) {
+    return Status::FailedPrecondition("artifact " + id +
+                                      " records no scope; it cannot seed or restore a fold");
+  }
+  // Pass 1: everything verifies, or nothing is written.
+  KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
+      from, m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); }, {}));
+
+  // Pass 2: apply chunk by chunk under the seeding marker.
+  ArtifactProgress progress;
+  progress.entries_total = m.entry_count;
+  std::string previous;
+  for (size_t i = 0; i < m.chunks.size(); ++i) {
+    FoldCommit commit;
+    commit.seeding = id;
+    uint64_t stored = 0;
+    KVFOLD_RETURN_IF_ERROR(artifact::ReadChunk(
+        from, m, i, &previous,
+        [&commit](std::string_view key, uint64_t rev, std::string_view value) {
+          commit.entries.emplace(std::string(key), Entry{rev, false, std::string(value)});
+          return Status::OK();
+        },
+        &stored));
+    KVFOLD_RETURN_IF_ERROR(fold.Commit(commit));
+    progress.entries_done += m.chunks[i].entry_count;
+    progress.bytes_done += stored;
+    if (options.progress) options.progress(progress);
+  }
+  FoldCommit last;
+  last.cursor = m.cursor;
+  last.bucket = m.bucket;
+  last.scope = m.scope;
+  last.stream_created = m.stream_created;
+  last.seeding = "";
+  KVFOLD_RETURN_IF_ERROR(fold.Commit(last));
+  return manifest;
+}
+
+}  // namespace kvfold

@@ -1,0 +1,312 @@
+// kvfold export, kvfold seed, kvfold artifacts list|inspect|verify|prune.
+
+#include <ctime>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "artifact/signer.h"
+#include "cli/commands.h"
+#include "cli/connect_flags.h"
+#include "cli/progress.h"
+#include "core/base64.h"
+#include "kvfold/artifact.h"
+#include "kvfold/fold.h"
+#include "kvfold/transport.h"
+
+namespace kvfold::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string Utc(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+json ManifestJson(const ArtifactManifest& m, bool with_chunks) {
+  json j = {{"artifact", m.artifact_id},
+            {"schema_version", m.schema_version},
+            {"min_reader_version", m.min_reader_version},
+            {"bucket", m.bucket},
+            {"stream_created", m.stream_created},
+            {"scope", m.has_scope ? json(m.scope) : json(nullptr)},
+            {"cursor", m.cursor},
+            {"eviction_observed", m.eviction_observed},
+            {"created", Utc(m.created_unix_ms)},
+            {"exporter", m.exporter_id},
+            {"entries", m.entry_count},
+            {"chunks", m.chunks.size()},
+            {"raw_bytes", m.raw_bytes()},
+            {"compressed_bytes", m.compressed_bytes()},
+            {"signed", m.is_signed}};
+  if (m.is_signed) j["signer"] = artifact::HexEncode(m.signer_public_key);
+  if (with_chunks) {
+    json chunks = json::array();
+    for (const auto& c : m.chunks) {
+      chunks.push_back({{"name", c.name},
+                        {"entries", c.entry_count},
+                        {"first_key", c.first_key},
+                        {"last_key", c.last_key},
+                        {"raw_bytes", c.raw_size},
+                        {"compressed_bytes", c.compressed_size},
+                        {"sha256", artifact::HexEncode(c.sha256)}});
+    }
+    j["chunk_list"] = chunks;
+  }
+  return j;
+}
+
+void PrintManifest(const ArtifactManifest& m, bool latest) {
+  std::string scope;
+  for (const auto& p : m.scope) scope += (scope.empty() ? "" : ", ") + (p.empty() ? "<whole bucket>" : p);
+  const double ratio = m.compressed_bytes() > 0
+                           ? static_cast<double>(m.raw_bytes()) / static_cast<double>(m.compressed_bytes())
+                           : 0;
+  std::printf("artifact:       %s%s\n", m.artifact_id.c_str(), latest ? "  (latest)" : "");
+  std::printf("bucket:         %s\n", m.bucket.c_str());
+  std::printf("stream created: %s\n", m.stream_created.c_str());
+  std::printf("scope:          %s\n", m.has_scope ? scope.c_str() : "<none recorded>");
+  std::printf("cursor:         %llu\n", static_cast<unsigned long long>(m.cursor));
+  std::printf("created:        %s by %s\n", Utc(m.created_unix_ms).c_str(), m.exporter_id.c_str());
+  std::printf("schema:         %u (readers >= %u)\n", m.schema_version, m.min_reader_version);
+  std::printf("entries:        %llu in %zu chunk(s)\n", static_cast<unsigned long long>(m.entry_count),
+              m.chunks.size());
+  std::printf("size:           %llu bytes raw, %llu stored (%.2fx)\n",
+              static_cast<unsigned long long>(m.raw_bytes()),
+              static_cast<unsigned long long>(m.compressed_bytes()), ratio);
+  std::printf("signed:         %s\n",
+              m.is_signed ? ("yes, Ed25519 key " + artifact::HexEncode(m.signer_public_key)).c_str() : "no");
+}
+
+struct ExportFlags {
+  ConnectOptions connect;
+  std::string fold;
+  std::string to;
+  std::string sign_key;
+  size_t keep = 0;
+  bool json = false;
+};
+
+int RunExport(const ExportFlags& f) {
+  KVFOLD_RETURN_IF_ERROR_EXIT("export", CheckConnectFlags(f.connect));
+  FoldOptions fo;
+  fo.read_only = true;  // a consistent snapshot also works beside a running mirror
+  auto fold = OpenRocksFold(f.fold, fo);
+  if (!fold.ok()) return Report("export", fold.status());
+  auto to = OpenTransport(f.to, f.connect);
+  if (!to.ok()) return Report("export", to.status());
+  ExportOptions options;
+  options.sign_key_file = f.sign_key;
+  ProgressBar bar("export");
+  options.progress = bar.Callback();
+  auto m = ExportArtifact(**fold, **to, options);
+  if (!m.ok()) return Report("export", m.status());
+  if (f.keep > 0) {
+    std::vector<std::string> removed;
+    Status pruned = PruneArtifacts(**to, f.keep, &removed);
+    if (!pruned.ok()) return Report("export", pruned);
+    for (const auto& id : removed) std::cerr << "kvfold export: pruned " << id << "\n";
+  }
+  if (f.json) {
+    std::cout << ManifestJson(*m, false).dump() << "\n";
+  } else {
+    std::cerr << "kvfold export: wrote artifact " << m->artifact_id << " (cursor " << m->cursor
+              << ", " << m->entry_count << " entries) to " << (*to)->location() << "\n";
+  }
+  return kExitOk;
+}
+
+struct SeedFlags {
+  ConnectOptions connect;
+  std::string fold;
+  std::string from;
+  std::string artifact;
+  std::string bucket;
+  std::vector<std::string> trusted;
+  bool require_signature = false;
+};
+
+int RunSeed(const SeedFlags& f) {
+  KVFOLD_RETURN_IF_ERROR_EXIT("seed", CheckConnectFlags(f.connect));
+  if (f.require_signature && f.trusted.empty()) {
+    return Report("seed", Status::InvalidArgument("--require-signature needs --trusted-key"));
+  }
+  auto from = OpenTransport(f.from, f.connect);
+  if (!from.ok()) return Report("seed", from.status());
+  auto fold = OpenRocksFold(f.fold);
+  if (!fold.ok()) return Report("seed", fold.status());
+  SeedOptions options;
+  options.verify.trusted_key_files = f.trusted;
+  options.verify.require_signature = f.require_signature;
+  options.artifact_id = f.artifact;
+  options.expected_bucket = f.bucket;
+  ProgressBar bar("seed");
+  options.progress = bar.Callback();
+  auto m = SeedFold(**fold, **from, options);
+  if (!m.ok()) return Report("seed", m.status());
+  std::cerr << "kvfold seed: seeded " << f.fold << " from artifact " << m->artifact_id
+            << " (bucket " << m->bucket << ", cursor " << m->cursor << ", " << m->entry_count
+            << " entries); `kvfold mirror` resumes from there\n";
+  return kExitOk;
+}
+
+struct ArtifactsFlags {
+  ConnectOptions connect;
+  std::string location;
+  std::string artifact;
+  std::vector<std::string> trusted;
+  bool require_signature = false;
+  bool json = false;
+  size_t keep = 0;
+};
+
+int RunList(const ArtifactsFlags& f) {
+  auto at = OpenTransport(f.location, f.connect);
+  if (!at.ok()) return Report("artifacts list", at.status());
+  std::vector<std::string> unreadable;
+  auto all = ListArtifacts(**at, &unreadable);
+  if (!all.ok()) return Report("artifacts list", all.status());
+  auto pointer = (*at)->ReadPointer();
+  const std::string latest = pointer.ok() && *pointer ? (**pointer).artifact_id : "";
+  for (const auto& m : *all) {
+    if (f.json) {
+      json j = ManifestJson(m, false);
+      j["latest"] = m.artifact_id == latest;
+      std::cout << j.dump() << "\n";
+    } else {
+      std::cout << m.artifact_id << "\tcursor " << m.cursor << "\t" << m.entry_count
+                << " entries\t" << m.compressed_bytes() << " bytes"
+                << (m.artifact_id == latest ? "\tlatest" : "") << "\n";
+    }
+  }
+  for (const auto& u : unreadable) std::cerr << "kvfold artifacts list: unreadable " << u << "\n";
+  return kExitOk;
+}
+
+StatusOr<std::string> ChosenArtifact(Transport& at, const std::string& given) {
+  if (!given.empty()) return given;
+  return LatestArtifactId(at);
+}
+
+int RunInspect(const ArtifactsFlags& f) {
+  auto at = OpenTransport(f.location, f.connect);
+  if (!at.ok()) return Report("artifacts inspect", at.status());
+  auto id = ChosenArtifact(**at, f.artifact);
+  if (!id.ok()) return Report("artifacts inspect", id.status());
+  auto m = ReadArtifactManifest(**at, *id, VerifyOptions{});
+  if (!m.ok()) return Report("artifacts inspect", m.status());
+  auto pointer = (*at)->ReadPointer();
+  const bool latest = pointer.ok() && *pointer && (**pointer).artifact_id == *id;
+  if (f.json) {
+    json j = ManifestJson(*m, true);
+    j["latest"] = latest;
+    std::cout << j.dump() << "\n";
+  } else {
+    PrintManifest(*m, latest);
+  }
+  return kExitOk;
+}
+
+int RunVerify(const ArtifactsFlags& f) {
+  if (f.require_signature && f.trusted.empty()) {
+    return Report("artifacts verify", Status::InvalidArgument("--require-signature needs --trusted-key"));
+  }
+  auto at = OpenTransport(f.location, f.connect);
+  if (!at.ok()) return Report("artifacts verify", at.status());
+  auto id = ChosenArtifact(**at, f.artifact);
+  if (!id.ok()) return Report("artifacts verify", id.status());
+  VerifyOptions options;
+  options.trusted_key_files = f.trusted;
+  options.require_signature = f.require_signature;
+  ProgressBar bar("verify");
+  Status s = VerifyArtifact(**at, *id, options, bar.Callback());
+  if (!s.ok()) return Report("artifacts verify", s);
+  std::cout << "artifact " << *id << " at " << (*at)->location() << ": OK\n";
+  return kExitOk;
+}
+
+int RunPrune(const ArtifactsFlags& f) {
+  auto at = OpenTransport(f.location, f.connect);
+  if (!at.ok()) return Report("artifacts prune", at.status());
+  std::vector<std::string> removed;
+  Status s = PruneArtifacts(**at, f.keep, &removed);
+  for (const auto& id : removed) std::cout << "removed " << id << "\n";
+  return Report("artifacts prune", s);
+}
+
+}  // namespace
+
+Runner AddExportCommand(CLI::App& app) {
+  auto f = std::make_shared<ExportFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "Export a consistent snapshot of a fold as an artifact to dir:PATH or obj:BUCKET "
+                "(works on a stopped fold and beside a running mirror).");
+  cmd->add_option("--fold", f->fold, "fold directory")->required();
+  cmd->add_option("--to", f->to, "dir:PATH or obj:BUCKET (obj: needs --server)")->required();
+  cmd->add_option("--sign-key", f->sign_key, "PEM Ed25519 private key to sign the manifest")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--keep", f->keep, "after exporting, prune to the newest K artifacts");
+  cmd->add_flag("--json", f->json, "print the new manifest as JSON");
+  AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
+  return [f] { return RunExport(*f); };
+}
+
+Runner AddSeedCommand(CLI::App& app) {
+  auto f = std::make_shared<SeedFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "seed", "Fill an empty fold from the newest artifact (verified first); `kvfold mirror` "
+              "then resumes from the artifact's cursor. Re-run after a kill to finish.");
+  cmd->add_option("--fold", f->fold, "empty fold directory")->required();
+  cmd->add_option("--from", f->from, "dir:PATH or obj:BUCKET")->required();
+  cmd->add_option("--artifact", f->artifact, "seed from this artifact instead of the latest");
+  cmd->add_option("--bucket", f->bucket, "refuse an artifact of any other bucket");
+  cmd->add_option("--trusted-key", f->trusted, "PEM Ed25519 public key to trust; repeatable")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--require-signature", f->require_signature,
+                "refuse artifacts not signed by a trusted key");
+  AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
+  return [f] { return RunSeed(*f); };
+}
+
+Runner AddArtifactsCommand(CLI::App& app) {
+  auto f = std::make_shared<ArtifactsFlags>();
+  CLI::App* cmd = app.add_subcommand("artifacts", "List, inspect, verify or prune artifacts.");
+  cmd->require_subcommand(1);
+  auto common = [&f](CLI::App* sub) {
+    sub->add_option("location", f->location, "dir:PATH or obj:BUCKET")->required();
+    AddConnectFlags(sub, &f->connect, /*server_required=*/false);
+  };
+  CLI::App* list = cmd->add_subcommand("list", "One line per artifact, oldest cursor first.");
+  common(list);
+  list->add_flag("--json", f->json, "one JSON object per line");
+  CLI::App* inspect = cmd->add_subcommand("inspect", "Show an artifact's manifest (default: the latest).");
+  common(inspect);
+  inspect->add_option("artifact", f->artifact, "artifact id");
+  inspect->add_flag("--json", f->json, "one JSON object with the chunk list");
+  CLI::App* verify = cmd->add_subcommand(
+      "verify", "Check the manifest, the signature and every chunk; exit 1 naming any fault.");
+  common(verify);
+  verify->add_option("artifact", f->artifact, "artifact id (default: the latest)");
+  verify->add_option("--trusted-key", f->trusted, "PEM Ed25519 public key to trust; repeatable")
+      ->check(CLI::ExistingFile);
+  verify->add_flag("--require-signature", f->require_signature,
+                   "fail unless signed by a trusted key");
+  CLI::App* prune = cmd->add_subcommand(
+      "prune", "Remove all but the newest K artifacts, never the latest one.");
+  common(prune);
+  prune->add_option("--keep", f->keep, "how many to keep")->required()->check(CLI::PositiveNumber);
+  return [f, list, inspect, verify, prune] {
+    if (list->parsed()) return RunList(*f);
+    if (inspect->parsed()) return RunInspect(*f);
+    if (verify->parsed()) return RunVerify(*f);
+    if (prune->parsed()) return RunPrune(*f);
+    return kExitUsage;
+  };
+}
+
+}  // namespace kvfold::cli

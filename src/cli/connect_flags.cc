@@ -1,0 +1,43 @@
+#include "cli/connect_flags.h"
+
+#include <charconv>
+
+namespace kvfold::cli {
+
+void AddConnectFlags(CLI::App* cmd, ConnectOptions* o, bool server_required) {
+  auto* server = cmd->add_option("--server", o->url, "NATS server URL(s), comma separated");
+  if (server_required) server->required();
+  cmd->add_option("--creds", o->creds_file, "NATS credentials file")->check(CLI::ExistingFile);
+  cmd->add_option("--user", o->user, "user name (with --password)");
+  cmd->add_option("--password", o->password, "password (with --user)");
+  cmd->add_option("--token", o->token, "authentication token");
+  cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust")->check(CLI::ExistingFile);
+  cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate")->check(CLI::ExistingFile);
+  cmd->add_option("--tls-key", o->tls_key_file, "client key")->check(CLI::ExistingFile);
+}
+
+Status CheckConnectFlags(const ConnectOptions& o) {
+  if (o.user.empty() != o.password.empty()) {
+    return Status::InvalidArgument("--user and --password go together");
+  }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return Status::InvalidArgument("--tls-cert and --tls-key go together");
+  }
+  return Status::OK();
+}
+
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  uint64_t n = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  const std::string unit(ptr, text.data() + text.size());
+  const auto bad = Status::InvalidArgument("duration \"" + text +
+                                           "\" is not a number followed by ms, s, m or h");
+  if (ec != std::errc() || ptr == text.data() || n == 0) return bad;
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "s") return std::chrono::milliseconds(n * 1000);
+  if (unit == "m") return std::chrono::milliseconds(n * 60 * 1000);
+  if (unit == "h") return std::chrono::milliseconds(n * 3600 * 1000);
+  return bad;
+}
+
+}  // namespace kvfold::cli

@@ -1,0 +1,24 @@
+// The NATS connection flags every networked subcommand shares.
+
+#ifndef KVFOLD_CLI_CONNECT_FLAGS_H_
+#define KVFOLD_CLI_CONNECT_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+
+#include "kvfold/connection.h"
+
+namespace kvfold::cli {
+
+// --server (required when `server_required`), --creds, --user, --password,
+// --token, --tls-ca, --tls-cert, --tls-key.
+void AddConnectFlags(CLI::App* cmd, ConnectOptions* options, bool server_required);
+
+// InvalidArgument for combinations the flags cannot express alone.
+Status CheckConnectFlags(const ConnectOptions& options);
+
+// "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise.
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
+
+}  // namespace kvfold::cli
+
+#endif  // KVFOLD_CLI_CONNECT_FLAGS_H_

@@ -1,0 +1,25 @@
+#include "core/pointer_rule.h"
+
+namespace kvfold::core {
+
+Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
+                           const ArtifactPointer& next) {
+  if (!current) return Status::OK();
+  if (current->bucket != next.bucket || current->stream_created != next.stream_created) {
+    return Status::FailedPrecondition(
+        "the latest pointer names artifact " + current->artifact_id + " of bucket " +
+        current->bucket + " (stream created " + current->stream_created +
+        "); artifact " + next.artifact_id + " is of bucket " + next.bucket +
+        " (stream created " + next.stream_created +
+        "): publish artifacts of different buckets or streams to different locations");
+  }
+  if (next.cursor <= current->cursor) {
+    return Status::FailedPrecondition(
+        "the latest pointer already names artifact " + current->artifact_id + " at cursor " +
+        std::to_string(current->cursor) + "; artifact " + next.artifact_id + " at cursor " +
+        std::to_string(next.cursor) + " is not newer, so the pointer stays");
+  }
+  return Status::OK();
+}
+
+}  // namespace kvfold::core
