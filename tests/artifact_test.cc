@@ -1,0 +1,406 @@
+// Artifacts over the directory transport: round trip, the bad-input matrix
+// (each case a specific error and the target fold untouched), signatures,
+// the forward-only pointer, and a seed killed at every commit.
+
+#include <gtest/gtest.h>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "artifact/chunk_codec.h"
+#include "artifact/manifest_codec.h"
+#include "artifact/signer.h"
+#include "core/pointer_rule.h"
+#include "kvfold/artifact.h"
+#include "sim/fault_fold.h"
+#include "test_dir.h"
+
+namespace kvfold {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fold as a mirror leaves it: entries, tombstones, cursor and metadata.
+std::unique_ptr<Fold> SourceFold(int keys, std::vector<std::string> scope = {""}) {
+  auto fold = NewMemoryFold();
+  FoldCommit c;
+  for (int i = 0; i < keys; ++i) {
+    const std::string prefix = scope[i % scope.size()];
+    c.entries[prefix + "k" + std::to_string(1000 + i)] =
+        Entry{static_cast<uint64_t>(i + 1), i % 7 == 3, i % 7 == 3 ? "" : "value-" + std::to_string(i)};
+  }
+  c.cursor = keys + 5;
+  c.bucket = "cfg";
+  c.scope = scope;
+  c.stream_created = "2026-01-01T00:00:00Z";
+  EXPECT_TRUE(fold->Commit(c).ok());
+  return fold;
+}
+
+std::map<std::string, Entry> Live(Fold& fold) {
+  std::map<std::string, Entry> out;
+  fold.Scan("", false, [&](std::string_view k, const Entry& e) {
+    out.emplace(std::string(k), e);
+    return true;
+  });
+  return out;
+}
+
+void WriteFile(const std::string& path, std::string_view bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Writes an Ed25519 key pair as PEM files; returns {private, public}.
+std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const std::string& name) {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+  const std::string priv = dir + "/" + name + ".pem", pub = dir + "/" + name + ".pub.pem";
+  FILE* f = std::fopen(priv.c_str(), "w");
+  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  f = std::fopen(pub.c_str(), "w");
+  PEM_write_PUBKEY(f, key);
+  std::fclose(f);
+  EVP_PKEY_free(key);
+  return {priv, pub};
+}
+
+class ArtifactTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    to_ = std::move(t).value();
+    source_ = SourceFold(300);
+  }
+
+  ArtifactManifest Export(ExportOptions o = {}) {
+    if (o.chunk_raw_bytes == (size_t{4} << 20)) o.chunk_raw_bytes = 2000;  // several chunks
+    auto m = ExportArtifact(*source_, *to_, o);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    return m.ok() ? *m : ArtifactManifest{};
+  }
+
+  std::string Path(const std::string& name) { return dir_.path() + "/arts/" + name; }
+
+  // Seeds a fresh fold; expects failure with `needle` in the message and the
+  // fold untouched.
+  void ExpectSeedRefused(const std::string& needle, SeedOptions o = {}) {
+    auto fold = NewMemoryFold();
+    auto m = SeedFold(*fold, *to_, o);
+    ASSERT_FALSE(m.ok()) << "seed should fail with: " << needle;
+    EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().ToString();
+    EXPECT_EQ(*fold->ReadMeta(), FoldMeta{});
+    EXPECT_TRUE(Live(*fold).empty());
+  }
+
+  // Rewrites the manifest of `id` through `edit` with a valid frame.
+  void RewriteManifest(const std::string& id, const std::function<void(wire::Manifest*)>& edit) {
+    wire::ManifestEnvelope env;
+    wire::Manifest m;
+    ASSERT_TRUE(artifact::DecodeManifestFrame(ReadFile(Path(id + "/manifest")), "m", &env, &m).ok());
+    edit(&m);
+    env.set_manifest(m.SerializeAsString());
+    WriteFile(Path(id + "/manifest"), artifact::EncodeManifestFrame(env));
+  }
+
+  TestDir dir_;
+  std::unique_ptr<Transport> to_;
+  std::unique_ptr<Fold> source_;
+};
+
+TEST_F(ArtifactTest, RoundTripIsIdentical) {
+  ArtifactManifest m = Export();
+  EXPECT_GE(m.chunks.size(), 3u);
+  EXPECT_EQ(m.entry_count, Live(*source_).size());
+  EXPECT_EQ(m.cursor, 305u);
+  EXPECT_EQ(*LatestArtifactId(*to_), m.artifact_id);
+  ASSERT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+  auto fold = NewMemoryFold();
+  auto seeded = SeedFold(*fold, *to_, {});
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(Live(*fold), Live(*source_));
+  auto meta = *fold->ReadMeta();
+  auto src = *source_->ReadMeta();
+  EXPECT_EQ(meta.cursor, src.cursor);
+  EXPECT_EQ(meta.bucket, src.bucket);
+  EXPECT_EQ(meta.scope, src.scope);
+  EXPECT_EQ(meta.stream_created, src.stream_created);
+  EXPECT_EQ(meta.seeding, "");
+  EXPECT_EQ(meta.live_keys, src.live_keys);
+}
+
+TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {
+  Export();
+  auto fold = SourceFold(3);
+  auto m = SeedFold(*fold, *to_, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("not empty"), std::string::npos);
+}
+
+TEST_F(ArtifactTest, TruncatedChunk) {
+  ArtifactManifest m = Export();
+  const std::string p = Path(m.chunks[1].name);
+  std::string bytes = ReadFile(p);
+  WriteFile(p, bytes.substr(0, bytes.size() / 2));
+  ExpectSeedRefused("chunk 1 (" + m.chunks[1].name + ") of artifact " + m.artifact_id + " is " +
+                    std::to_string(bytes.size() / 2) + " bytes; the manifest says");
+}
+
+TEST_F(ArtifactTest, FlippedByteInAChunk) {
+  ArtifactManifest m = Export();
+  const std::string p = Path(m.chunks[2].name);
+  std::string bytes = ReadFile(p);
+  bytes[bytes.size() / 2] ^= 0x40;
+  WriteFile(p, bytes);
+  ExpectSeedRefused("chunk 2 (" + m.chunks[2].name + ") of artifact " + m.artifact_id +
+                    " does not match its SHA-256");
+  EXPECT_FALSE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+}
+
+TEST_F(ArtifactTest, MissingChunk) {
+  ArtifactManifest m = Export();
+  fs::remove(Path(m.chunks.back().name));
+  ExpectSeedRefused("chunk " + std::to_string(m.chunks.size() - 1) + " (" +
+                    m.chunks.back().name + ") of artifact " + m.artifact_id + " is missing");
+}
+
+// Every single flipped byte of a (small) manifest is caught, with an error
+// that names the manifest, and nothing reaches the fold.
+TEST_F(ArtifactTest, FlippedByteInEveryPositionOfTheManifest) {
+  source_ = SourceFold(3);
+  ArtifactManifest m = Export();
+  const std::string p = Path(m.artifact_id + "/manifest");
+  const std::string good = ReadFile(p);
+  ASSERT_LT(good.size(), 2000u);
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] ^= 0x01;
+    WriteFile(p, bad);
+    auto fold = NewMemoryFold();
+    auto seeded = SeedFold(*fold, *to_, {});
+    ASSERT_FALSE(seeded.ok()) << "flip at " << i << " went unnoticed";
+    EXPECT_TRUE(seeded.status().IsCorruption()) << i << ": " << seeded.status().ToString();
+    EXPECT_NE(seeded.status().message().find("manifest of artifact " + m.artifact_id),
+              std::string::npos)
+        << seeded.status().ToString();
+    EXPECT_EQ(*fold->ReadMeta(), FoldMeta{});
+  }
+  WriteFile(p, good);
+  EXPECT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+}
+
+TEST_F(ArtifactTest, WrongBucket) {
+  Export();
+  SeedOptions o;
+  o.expected_bucket = "other";
+  ExpectSeedRefused("is of bucket cfg, not other", o);
+}
+
+TEST_F(ArtifactTest, UnknownNewerSchemaNamesBothVersions) {
+  ArtifactManifest m = Export();
+  RewriteManifest(m.artifact_id, [](wire::Manifest* pm) {
+    pm->set_schema_version(7);
+    pm->set_min_reader_version(5);
+  });
+  ExpectSeedRefused("has schema version 7 and needs a reader of schema 5 or newer; this kvfold "
+                    "reads schema 1");
+}
+
+TEST_F(ArtifactTest, MissingScopeIsRefused) {
+  ArtifactManifest m = Export();
+  RewriteManifest(m.artifact_id, [](wire::Manifest* pm) {
+    pm->set_has_scope(false);
+    pm->clear_scope();
+  });
+  ExpectSeedRefused("records no scope");
+}
+
+TEST_F(ArtifactTest, SignedArtifactsAndTrust) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "exporter");
+  auto [other_priv, other_pub] = MakeKeyPair(dir_.path(), "stranger");
+  ExportOptions eo;
+  eo.sign_key_file = priv;
+  ArtifactManifest m = Export(eo);
+  EXPECT_TRUE(m.is_signed);
+
+  SeedOptions trusted;
+  trusted.verify.trusted_key_files = {pub};
+  trusted.verify.require_signature = true;
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(SeedFold(*fold, *to_, trusted).ok());
+
+  SeedOptions untrusted;
+  untrusted.verify.trusted_key_files = {other_pub};
+  untrusted.verify.require_signature = true;
+  ExpectSeedRefused("which is not among the trusted keys", untrusted);
+
+  // A signature over a manifest someone edited (and re-framed) fails.
+  RewriteManifest(m.artifact_id, [](wire::Manifest* pm) { pm->set_cursor(pm->cursor() + 1); });
+  ExpectSeedRefused("carries a signature that does not verify", trusted);
+}
+
+TEST_F(ArtifactTest, UnsignedWhenRequired) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "exporter");
+  Export();
+  SeedOptions o;
+  o.verify.trusted_key_files = {pub};
+  o.verify.require_signature = true;
+  ExpectSeedRefused("is unsigned, and a signature is required", o);
+}
+
+TEST_F(ArtifactTest, TraversalNamesAreRefused) {
+  for (const char* name : {"../escape", "a/../../etc/passwd", "/abs", "a//b", ".", "a/./b",
+                           "bad name", "a\\b"}) {
+    EXPECT_TRUE(to_->Put(name, "x").IsInvalidArgument()) << name;
+    EXPECT_TRUE(to_->Get(name).status().IsInvalidArgument()) << name;
+  }
+  EXPECT_FALSE(fs::exists(dir_.path() + "/escape"));
+  SeedOptions o;
+  o.artifact_id = "../../etc";
+  ExpectSeedRefused("path traversal", o);
+  // A manifest that points a chunk outside its artifact is refused too.
+  ArtifactManifest m = Export();
+  RewriteManifest(m.artifact_id, [](wire::Manifest* pm) { pm->mutable_chunks(0)->set_name("../x"); });
+  ExpectSeedRefused("outside the artifact");
+}
+
+TEST_F(ArtifactTest, ListInspectAndPruneKeepThePointer) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    FoldCommit c;
+    c.entries["k" + std::to_string(i)] = Entry{static_cast<uint64_t>(400 + i), false, "v"};
+    c.cursor = 400 + i;
+    ASSERT_TRUE(source_->Commit(c).ok());
+    ids.push_back(Export().artifact_id);
+  }
+  auto all = ListArtifacts(*to_, nullptr);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ(all->back().artifact_id, ids.back());
+  std::vector<std::string> removed;
+  ASSERT_TRUE(PruneArtifacts(*to_, 2, &removed).ok());
+  EXPECT_EQ(removed, (std::vector<std::string>{ids[1], ids[0]}));
+  EXPECT_EQ(ListArtifacts(*to_, nullptr)->size(), 2u);
+  EXPECT_FALSE(fs::exists(Path(ids[0])));
+  ASSERT_TRUE(PruneArtifacts(*to_, 1, nullptr).ok());
+  EXPECT_EQ(*LatestArtifactId(*to_), ids.back());
+  EXPECT_TRUE(VerifyArtifact(*to_, ids.back(), {}).ok());
+}
+
+TEST_F(ArtifactTest, AnOlderExportNeverMovesThePointerBack) {
+  ArtifactManifest newer = Export();
+  auto old_fold = SourceFold(10);  // cursor 15 < 305
+  auto m = ExportArtifact(*old_fold, *to_, ExportOptions{});
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().IsFailedPrecondition());
+  EXPECT_NE(m.status().message().find("is not newer"), std::string::npos);
+  EXPECT_EQ(*LatestArtifactId(*to_), newer.artifact_id);
+}
+
+TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
+  ArtifactPointer a{"a", 10, "b", "t1"};
+  EXPECT_TRUE(core::CheckPointerAdvance(std::nullopt, a).ok());
+  EXPECT_TRUE(core::CheckPointerAdvance(a, ArtifactPointer{"b", 11, "b", "t1"}).ok());
+  EXPECT_FALSE(core::CheckPointerAdvance(a, ArtifactPointer{"b", 10, "b", "t1"}).ok());
+  EXPECT_FALSE(core::CheckPointerAdvance(a, ArtifactPointer{"b", 9, "b", "t1"}).ok());
+  EXPECT_FALSE(core::CheckPointerAdvance(a, ArtifactPointer{"b", 99, "b", "t2"}).ok());
+  EXPECT_FALSE(core::CheckPointerAdvance(a, ArtifactPointer{"b", 99, "c", "t1"}).ok());
+}
+
+// Two exporters race on one directory: the pointer ends at the highest
+// cursor and a reader never sees it go back.
+TEST_F(ArtifactTest, ConcurrentExportersNeverMoveThePointerBackward) {
+  std::atomic<bool> done{false};
+  std::atomic<uint64_t> regressions{0};
+  std::thread reader([&] {
+    uint64_t seen = 0;
+    while (!done) {
+      auto p = to_->ReadPointer();
+      if (p.ok() && *p) {
+        if ((*p)->cursor < seen) ++regressions;
+        seen = std::max(seen, (*p)->cursor);
+      }
+    }
+  });
+  auto exporter = [&](int parity) {
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{});
+    for (uint64_t c = 1 + parity; c <= 200; c += 2) {
+      // Each exporter runs its cursors in a shuffled-ish order.
+      const uint64_t cursor = (c * 37) % 200 + 1;
+      Status s = (*t)->AdvancePointer(ArtifactPointer{"a" + std::to_string(cursor), cursor, "cfg", "t"});
+      EXPECT_TRUE(s.ok() || s.IsFailedPrecondition()) << s.ToString();
+    }
+  };
+  std::thread a(exporter, 0), b(exporter, 1);
+  a.join();
+  b.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(regressions.load(), 0u);
+  EXPECT_EQ((*to_->ReadPointer())->cursor, 200u);
+}
+
+// A seed killed at any commit leaves a fold the watcher refuses, and a
+// re-run finishes it to exactly the artifact.
+TEST_F(ArtifactTest, SeedKilledAtEveryCommitFinishesOnReRun) {
+  ArtifactManifest m = Export();
+  const int commits = static_cast<int>(m.chunks.size()) + 1;
+  for (int at = 1; at <= commits; ++at) {
+    for (sim::Fault fault : {sim::Fault::kCrashBefore, sim::Fault::kCrashAfter}) {
+      SCOPED_TRACE(std::string(sim::FaultName(fault)) + " at commit " + std::to_string(at));
+      TestDir dir;
+      FoldOptions fo;
+      fo.sync = false;
+      {
+        auto inner = OpenRocksFold(dir.path() + "/fold", fo);
+        sim::FaultFold fold(**inner);
+        fold.Arm(at, fault);
+        ASSERT_FALSE(SeedFold(fold, *to_, {}).ok());
+      }
+      auto fold = OpenRocksFold(dir.path() + "/fold", fo);
+      auto meta = *(*fold)->ReadMeta();
+      const bool finished = at == commits && fault == sim::Fault::kCrashAfter;
+      if (!finished) {
+        EXPECT_FALSE(meta.cursor.has_value());
+        auto again = SeedFold(**fold, *to_, {});
+        ASSERT_TRUE(again.ok()) << again.status().ToString();
+      }
+      EXPECT_EQ(Live(**fold), Live(*source_));
+      EXPECT_EQ((*fold)->ReadMeta()->cursor, m.cursor);
+      EXPECT_EQ((*fold)->ReadMeta()->seeding, "");
+    }
+  }
+}
+
+TEST(ChunkCodecTest, RecordsRoundTripAndDamageIsCaught) {
+  std::string raw;
+  artifact::AppendRecord(&raw, "a", 1, "x");
+  artifact::AppendRecord(&raw, "b", 2, std::string(300, 'y'));
+  std::vector<std::string> keys;
+  ASSERT_TRUE(artifact::ForEachRecord(raw, "c", [&](std::string_view k, uint64_t, std::string_view) {
+    keys.emplace_back(k);
+    return Status::OK();
+  }).ok());
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "b"}));
+  auto none = [](std::string_view, uint64_t, std::string_view) { return Status::OK(); };
+  EXPECT_TRUE(artifact::ForEachRecord(raw.substr(0, raw.size() - 1), "c", none).IsCorruption());
+  const std::string z = artifact::Compress(raw);
+  EXPECT_EQ(*artifact::Decompress(z, raw.size(), "c"), raw);
+  EXPECT_TRUE(artifact::Decompress(z, raw.size() + 1, "c").status().IsCorruption());
+  EXPECT_TRUE(artifact::Decompress(z.substr(0, z.size() - 3), raw.size(), "c").status().IsCorruption());
+  EXPECT_TRUE(artifact::Decompress(z, uint64_t{1} << 40, "c").status().IsCorruption());
+}
+
+}  // namespace
+}  // namespace kvfold
