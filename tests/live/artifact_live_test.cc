@@ -1,0 +1,318 @@
+// Artifacts against a real nats-server: the round trip over both
+// transports, the object store layout read back over plain JetStream, the
+// pointer under concurrent exporters, the export lease and the CLI.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "artifact/signer.h"
+#include "core/base64.h"
+#include "kvfold/kvfold.h"
+#include "live/kv_client.h"
+#include "live/nats_server.h"
+
+namespace kvfold::live {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+class ArtifactLiveTest : public ::testing::Test {
+ protected:
+  ArtifactLiveTest() : kv_(server_.url()) { connect_.url = server_.url(); }
+
+  std::unique_ptr<Fold> NewFold(const std::string& name) {
+    FoldOptions fo;
+    fo.sync = false;
+    return std::move(OpenRocksFold(dir_.path() + "/" + name, fo)).value();
+  }
+
+  Status CatchUp(Fold& fold, std::vector<uint64_t>* revisions = nullptr) {
+    auto source = OpenNatsBucket(connect_, "app");
+    if (!source.ok()) return source.status();
+    WatchOptions o;
+    o.until_caught_up = true;
+    o.linger = milliseconds(5);
+    o.apply = [revisions](const Change& c) {
+      if (revisions) revisions->push_back(c.revision);
+      return Status::OK();
+    };
+    return Watch(**source, fold, o);
+  }
+
+  static std::map<std::string, Entry> Live(Fold& fold) {
+    std::map<std::string, Entry> out;
+    fold.Scan("", false, [&](std::string_view k, const Entry& e) {
+      out.emplace(std::string(k), e);
+      return true;
+    });
+    return out;
+  }
+
+  json Api(const std::string& subject, const json& body) {
+    natsMsg* reply = nullptr;
+    const std::string data = body.is_null() ? "" : body.dump();
+    EXPECT_EQ(natsConnection_Request(&reply, raw_, subject.c_str(), data.data(),
+                                     static_cast<int>(data.size()), 5000),
+              NATS_OK);
+    json j = json::parse(std::string(natsMsg_GetData(reply), natsMsg_GetDataLength(reply)));
+    natsMsg_Destroy(reply);
+    return j;
+  }
+
+  void SetUp() override { ASSERT_EQ(natsConnection_ConnectTo(&raw_, server_.url().c_str()), NATS_OK); }
+  void TearDown() override { natsConnection_Destroy(raw_); }
+
+  NatsServer server_;
+  KvClient kv_;
+  TestDir dir_;
+  ConnectOptions connect_;
+  natsConnection* raw_ = nullptr;
+};
+
+TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 2000; ++i) kv_.Put("app", "k" + std::to_string(i % 700), "v" + std::to_string(i));
+  for (int i = 0; i < 50; ++i) kv_.Delete("app", "k" + std::to_string(i * 3));
+  auto exporter = NewFold("exporter");
+  ASSERT_TRUE(CatchUp(*exporter).ok());
+  int n = 0;
+  for (const std::string& loc : {"dir:" + dir_.path() + "/arts", std::string("obj:snapshots")}) {
+    SCOPED_TRACE(loc);
+    auto to = OpenTransport(loc, connect_);
+    ASSERT_TRUE(to.ok()) << to.status().ToString();
+    ExportOptions eo;
+    eo.chunk_raw_bytes = 8192;
+    auto m = ExportArtifact(*exporter, **to, eo);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_GT(m->chunks.size(), 1u);
+    ASSERT_TRUE(VerifyArtifact(**to, m->artifact_id, {}).ok());
+
+    auto seeded = NewFold("seeded" + std::to_string(n++));
+    auto s = SeedFold(*seeded, **to, {});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(Live(*seeded), Live(*exporter));
+    EXPECT_EQ(seeded->ReadMeta()->cursor, exporter->ReadMeta()->cursor);
+
+    // The seeded fold resumes from the artifact's cursor: delta only.
+    const uint64_t cursor = *seeded->ReadMeta()->cursor;
+    for (int i = 0; i < 5; ++i) kv_.Put("app", "new" + std::to_string(n) + "." + std::to_string(i), "x");
+    std::vector<uint64_t> revisions;
+    ASSERT_TRUE(CatchUp(*seeded, &revisions).ok());
+    ASSERT_EQ(revisions.size(), 5u);
+    for (uint64_t r : revisions) EXPECT_GT(r, cursor);
+    EXPECT_EQ(Live(*seeded), kv_.Truth("app"));
+    ASSERT_TRUE(CatchUp(*exporter).ok());
+  }
+}
+
+// What kvfold writes to obj:BUCKET is a NATS object store: read it back
+// with nothing but JetStream and check the ADR-20 layout.
+TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
+  auto to = OpenTransport("obj:interop", connect_);
+  ASSERT_TRUE(to.ok());
+  std::string payload(300 * 1024 + 17, '\0');
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>((i * 131) % 251);
+  ASSERT_TRUE((*to)->Put("some-artifact/chunk-000000", payload).ok());
+
+  json stream = Api("$JS.API.STREAM.INFO.OBJ_interop", nullptr);
+  EXPECT_EQ(stream["config"]["subjects"], json::array({"$O.interop.C.>", "$O.interop.M.>"}));
+  EXPECT_EQ(stream["config"]["allow_rollup_hdrs"], true);
+  EXPECT_EQ(stream["config"]["discard"], "new");
+
+  const std::string meta_subject =
+      "$O.interop.M." + core::Base64UrlEncode("some-artifact/chunk-000000");
+  json got = Api("$JS.API.STREAM.MSG.GET.OBJ_interop", {{"last_by_subj", meta_subject}});
+  ASSERT_TRUE(got.contains("message")) << got.dump();
+  const std::string headers = *core::Base64Decode(got["message"]["hdrs"].get<std::string>());
+  EXPECT_NE(headers.find("Nats-Rollup: sub"), std::string::npos) << headers;
+  json meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
+  EXPECT_EQ(meta["name"], "some-artifact/chunk-000000");
+  EXPECT_EQ(meta["bucket"], "interop");
+  EXPECT_EQ(meta["size"], payload.size());
+  EXPECT_EQ(meta["chunks"], 3);  // 128 KiB object chunks
+  EXPECT_EQ(meta["options"]["max_chunk_size"], 128 * 1024);
+  EXPECT_EQ(meta["digest"], "SHA-256=" + core::Base64UrlEncode(artifact::Sha256(payload)));
+  const std::string nuid = meta["nuid"];
+  EXPECT_EQ(nuid.size(), 22u);
+
+  // The data, through an ordered consumer on the chunk subject.
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, raw_, nullptr), NATS_OK);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Ordered = true;
+  natsSubscription* sub = nullptr;
+  const std::string chunk_subject = "$O.interop.C." + nuid;
+  ASSERT_EQ(js_SubscribeSync(&sub, js, chunk_subject.c_str(), nullptr, &so, nullptr), NATS_OK);
+  std::string data;
+  for (int i = 0; i < 3; ++i) {
+    natsMsg* m = nullptr;
+    ASSERT_EQ(natsSubscription_NextMsg(&m, sub, 5000), NATS_OK);
+    EXPECT_LE(natsMsg_GetDataLength(m), 128 * 1024);
+    data.append(natsMsg_GetData(m), natsMsg_GetDataLength(m));
+    natsMsg_Destroy(m);
+  }
+  natsSubscription_Destroy(sub);
+  jsCtx_Destroy(js);
+  EXPECT_EQ(data, payload);
+
+  // Replacing an object purges the old chunks; removing marks it deleted.
+  ASSERT_TRUE((*to)->Put("some-artifact/chunk-000000", "short").ok());
+  json purged = Api("$JS.API.STREAM.MSG.GET.OBJ_interop", {{"last_by_subj", chunk_subject}});
+  EXPECT_TRUE(purged.contains("error")) << "old chunks must be purged";
+  ASSERT_TRUE((*to)->Remove("some-artifact/chunk-000000").ok());
+  got = Api("$JS.API.STREAM.MSG.GET.OBJ_interop", {{"last_by_subj", meta_subject}});
+  meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
+  EXPECT_EQ(meta["deleted"], true);
+  EXPECT_TRUE((*to)->Get("some-artifact/chunk-000000").status().IsNotFound());
+}
+
+TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
+  std::atomic<bool> done{false};
+  std::atomic<int> regressions{0};
+  auto reader_t = OpenTransport("obj:race", connect_);
+  ASSERT_TRUE(reader_t.ok());
+  std::thread reader([&] {
+    uint64_t seen = 0;
+    while (!done) {
+      auto p = (*reader_t)->ReadPointer();
+      if (p.ok() && *p) {
+        if ((*p)->cursor < seen) ++regressions;
+        seen = std::max(seen, (*p)->cursor);
+      }
+    }
+  });
+  auto exporter = [&](int parity) {
+    auto t = OpenTransport("obj:race", connect_);
+    ASSERT_TRUE(t.ok());
+    for (uint64_t c = 1 + parity; c <= 60; c += 2) {
+      const uint64_t cursor = (c * 37) % 60 + 1;
+      Status s = (*t)->AdvancePointer(ArtifactPointer{"a" + std::to_string(cursor), cursor, "b", "t"});
+      EXPECT_TRUE(s.ok() || s.IsFailedPrecondition()) << s.ToString();
+    }
+  };
+  std::thread a(exporter, 0), b(exporter, 1);
+  a.join();
+  b.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(regressions.load(), 0);
+  EXPECT_EQ((*(*reader_t)->ReadPointer())->cursor, 60u);
+}
+
+TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {
+  auto a = ExportLease::Open(connect_, "leases");
+  auto b = ExportLease::Open(connect_, "leases");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));
+  EXPECT_FALSE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(800)));
+  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));  // renew
+  std::this_thread::sleep_for(milliseconds(900));
+  EXPECT_TRUE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(800)));
+  EXPECT_FALSE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));
+  // Racing for a free lease: exactly one of many wins.
+  std::atomic<int> winners{0};
+  std::vector<std::thread> racers;
+  for (int i = 0; i < 6; ++i) {
+    racers.emplace_back([&, i] {
+      auto l = ExportLease::Open(connect_, "leases");
+      if (*(*l)->TryAcquire("export.race", "node-" + std::to_string(i), milliseconds(60000))) ++winners;
+    });
+  }
+  for (auto& t : racers) t.join();
+  EXPECT_EQ(winners.load(), 1);
+}
+
+// The CLI end to end: scheduled export from a running mirror, then list,
+// inspect, verify, seed into a new fold, and a corrupt chunk caught.
+TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 500; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string cli = KVFOLD_CLI_PATH;
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  auto run = [&](std::vector<std::string> args, std::string* out = nullptr) {
+    const std::string out_path = dir_.path() + "/cli.out";
+    pid_t pid = fork();
+    if (pid == 0) {
+      int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      std::vector<char*> argv{const_cast<char*>(cli.c_str())};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(cli.c_str(), argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (out) {
+      std::ifstream in(out_path);
+      *out = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  pid_t mirror = fork();
+  if (mirror == 0) {
+    execl(cli.c_str(), cli.c_str(), "mirror", "--server", server_.url().c_str(), "--bucket", "app",
+          "--fold", (dir_.path() + "/fold").c_str(), "--export-to", arts.c_str(),
+          "--export-every", "300ms", "--lease-bucket", "leases", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string listing;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (run({"artifacts", "list", arts}, &listing) == 0 && listing.find("latest") != std::string::npos &&
+        listing.find("500 entries") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  kill(mirror, SIGTERM);
+  int status = 0;
+  waitpid(mirror, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_NE(listing.find("500 entries"), std::string::npos) << listing;
+
+  std::string inspect;
+  ASSERT_EQ(run({"artifacts", "inspect", arts, "--json"}, &inspect), 0);
+  json m = json::parse(inspect);
+  EXPECT_EQ(m["bucket"], "app");
+  EXPECT_EQ(m["entries"], 500);
+  EXPECT_EQ(m["latest"], true);
+  EXPECT_EQ(run({"artifacts", "verify", arts}), 0);
+  EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/seeded", "--from", arts, "--bucket", "app"}), 0);
+  EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/seeded", "--from", arts}), 1);  // not empty
+  std::string a, b;
+  run({"dump", "--fold", dir_.path() + "/fold", "--json"}, &a);
+  run({"dump", "--fold", dir_.path() + "/seeded", "--json"}, &b);
+  EXPECT_EQ(a, b);
+
+  // Corrupt one chunk: verify names it and fails.
+  const std::string chunk = dir_.path() + "/arts/" + m["artifact"].get<std::string>() + "/chunk-000000";
+  std::string bytes;
+  {
+    std::ifstream in(chunk, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() / 2] ^= 1;
+  std::ofstream(chunk, std::ios::binary) << bytes;
+  EXPECT_EQ(run({"artifacts", "verify", arts}), 1);
+  EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/other", "--from", arts}), 1);
+  // The refused seed wrote nothing into its fold.
+  ASSERT_EQ(run({"status", "--fold", dir_.path() + "/other", "--json"}, &a), 0);
+  json st = json::parse(a);
+  EXPECT_TRUE(st["cursor"].is_null());
+  EXPECT_EQ(st["keys"], 0);
+}
+
+}  // namespace
+}  // namespace kvfold::live
