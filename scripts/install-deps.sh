@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libnats-dev librocksdb-dev libzstd-dev
-  libprotobuf-dev protobuf-compiler
+  libprotobuf-dev protobuf-compiler libssl-dev
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nats-server
