@@ -2,7 +2,8 @@
 # The main job end to end on an embedded default: installs what is missing,
 # builds, starts its own nats-server on a loopback port in a temp dir, writes
 # sample data to a bucket, mirrors it into a fold, prints `status` and part
-# of `dump`, and stops the server.
+# of `dump`, exports an artifact and seeds a second fold from it (which then
+# resumes mirroring delta-only), and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -44,3 +45,10 @@ echo "== more writes, then a delta-only resume"
 build/sample_writer "$url" demo 20 >/dev/null
 build/kvfold mirror --server "$url" --bucket demo --fold "$work/fold" --until-caught-up
 build/kvfold status --fold "$work/fold" --json
+echo "== kvfold export to a directory, inspect it, seed a second node's fold from it"
+build/kvfold export --fold "$work/fold" --to "dir:$work/artifacts"
+build/kvfold artifacts inspect "dir:$work/artifacts"
+build/kvfold seed --fold "$work/fold2" --from "dir:$work/artifacts"
+build/sample_writer "$url" demo 30 >/dev/null
+build/kvfold mirror --server "$url" --bucket demo --fold "$work/fold2" --until-caught-up
+build/kvfold status --fold "$work/fold2"

@@ -67,8 +67,11 @@ struct ArtifactProgress {
 };
 using ArtifactProgressFn = std::function<void(const ArtifactProgress&)>;
 
+// "<hostname>-<pid>": the default exporter id.
+std::string DefaultExporterId();
+
 struct ExportOptions {
-  // Who exported, recorded in the manifest. Default: "<hostname>-<pid>".
+  // Who exported, recorded in the manifest. Default: DefaultExporterId().
   std::string exporter_id;
   // Raw bytes per chunk before compression; bounds memory on both sides.
   // Default: 4 MiB. REQUIRES: > 0.

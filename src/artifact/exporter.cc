@@ -14,13 +14,14 @@
 #include "kvfold/artifact.h"
 
 namespace kvfold {
-namespace {
 
 std::string DefaultExporterId() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   return std::string(host) + "-" + std::to_string(getpid());
 }
+
+namespace {
 
 std::string NewArtifactId(uint64_t cursor) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};

@@ -51,7 +51,7 @@ class ScheduledExport {
   void Log(const std::string& line) { std::cerr << "kvfold mirror: export: " << line << "\n"; }
 
   void Loop(std::stop_token stop) {
-    const std::string holder = ExporterId();
+    const std::string holder = DefaultExporterId();
     std::unique_ptr<ExportLease> lease;
     std::unique_ptr<Transport> to;
     while (true) {
@@ -94,12 +94,6 @@ class ScheduledExport {
         if (!pruned.ok()) Log("prune: " + pruned.ToString());
       }
     }
-  }
-
-  static std::string ExporterId() {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    return std::string(host) + "-" + std::to_string(getpid());
   }
 
   const MirrorFlags& f_;

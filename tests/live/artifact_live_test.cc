@@ -17,6 +17,7 @@
 #include "artifact/signer.h"
 #include "core/base64.h"
 #include "kvfold/kvfold.h"
+#include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 
@@ -238,35 +239,16 @@ TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {
 TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   kv_.CreateBucket("app");
   for (int i = 0; i < 500; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
-  const std::string cli = KVFOLD_CLI_PATH;
   const std::string arts = "dir:" + dir_.path() + "/arts";
-  auto run = [&](std::vector<std::string> args, std::string* out = nullptr) {
-    const std::string out_path = dir_.path() + "/cli.out";
-    pid_t pid = fork();
-    if (pid == 0) {
-      int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      std::vector<char*> argv{const_cast<char*>(cli.c_str())};
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(cli.c_str(), argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (out) {
-      std::ifstream in(out_path);
-      *out = std::string(std::istreambuf_iterator<char>(in), {});
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto run = [&](const std::vector<std::string>& args, std::string* out = nullptr) {
+    CliExit e = RunCli(args, dir_.path());
+    if (out) *out = e.out;
+    return e.code;
   };
-  pid_t mirror = fork();
-  if (mirror == 0) {
-    execl(cli.c_str(), cli.c_str(), "mirror", "--server", server_.url().c_str(), "--bucket", "app",
-          "--fold", (dir_.path() + "/fold").c_str(), "--export-to", arts.c_str(),
-          "--export-every", "300ms", "--lease-bucket", "leases", static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "app", "--fold",
+                          dir_.path() + "/fold", "--export-to", arts, "--export-every", "300ms",
+                          "--lease-bucket", "leases"},
+                         dir_.path() + "/mirror.out", dir_.path() + "/mirror.err");
   std::string listing;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -277,9 +259,7 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
     std::this_thread::sleep_for(milliseconds(100));
   }
   kill(mirror, SIGTERM);
-  int status = 0;
-  waitpid(mirror, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(dir_.path() + "/mirror.err");
   ASSERT_NE(listing.find("500 entries"), std::string::npos) << listing;
 
   std::string inspect;

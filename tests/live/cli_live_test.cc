@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base64.h"
+#include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 
@@ -22,81 +24,13 @@ namespace {
 
 using nlohmann::json;
 
-struct Exit {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-pid_t Spawn(const std::vector<std::string>& args, const std::string& out_path,
-            const std::string& err_path) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> argv;
-    static std::string cli = KVFOLD_CLI_PATH;
-    argv.push_back(cli.data());
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(cli.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string Base64Decode(const std::string& in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t buf = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v = val(c);
-    if (v < 0) break;
-    buf = (buf << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buf >> bits) & 0xff));
-    }
-  }
-  return out;
-}
+using Exit = CliExit;
 
 class CliLiveTest : public ::testing::Test {
  protected:
   CliLiveTest() : kv_(server_.url()) {}
 
-  Exit Run(const std::vector<std::string>& args) {
-    const std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
-    Exit e;
-    e.code = Wait(Spawn(args, out, err));
-    e.out = ReadFile(out);
-    e.err = ReadFile(err);
-    return e;
-  }
+  Exit Run(const std::vector<std::string>& args) { return RunCli(args, dir_.path()); }
 
   std::string Fold(const std::string& name = "fold") { return dir_.path() + "/" + name; }
 
@@ -121,7 +55,7 @@ class CliLiveTest : public ::testing::Test {
       const std::string key = j["key"];
       EXPECT_LT(previous, key) << "dump must be sorted by key bytes";
       previous = key;
-      out[key] = Entry{j["revision"].get<uint64_t>(), false, Base64Decode(j["value"])};
+      out[key] = Entry{j["revision"].get<uint64_t>(), false, *core::Base64Decode(j["value"].get<std::string>())};
     }
     return out;
   }
@@ -242,7 +176,7 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
   kv_.CreateBucket("live");
   for (int i = 0; i < 20; ++i) kv_.Put("live", "k" + std::to_string(i), "v0");
   const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
-  pid_t mirror = Spawn({"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()},
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()},
                        out, err);
   uint64_t last = 0;
   for (int round = 1; round <= 5; ++round) {
@@ -260,7 +194,7 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   kill(mirror, SIGTERM);
-  EXPECT_EQ(Wait(mirror), 0) << ReadFile(err);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
   EXPECT_EQ(Status(Fold())["cursor"], last);
   EXPECT_EQ(Dump(Fold()), kv_.Truth("live"));
 }
@@ -269,14 +203,14 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
 TEST_F(CliLiveTest, MirrorKilledWithSigkillResumesToTheTruth) {
   kv_.CreateBucket("kill");
   const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
-  pid_t mirror = Spawn({"mirror", "--server", server_.url(), "--bucket", "kill", "--fold", Fold(),
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "kill", "--fold", Fold(),
                         "--batch", "7"},
                        out, err);
   for (int i = 0; i < 3000; ++i) {
     kv_.Put("kill", "k" + std::to_string(i % 300), "v" + std::to_string(i));
     if (i == 1500) kill(mirror, SIGKILL);
   }
-  Wait(mirror);
+  WaitExit(mirror);
   Exit resumed = Mirror("kill", Fold());
   ASSERT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_EQ(Dump(Fold()), kv_.Truth("kill"));

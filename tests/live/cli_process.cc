@@ -1,0 +1,52 @@
+#include "live/cli_process.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace kvfold::live {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path,
+               const std::string& err_path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::string cli = KVFOLD_CLI_PATH;
+    std::vector<char*> argv{cli.data()};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(cli.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+CliExit RunCli(const std::vector<std::string>& args, const std::string& scratch) {
+  const std::string out = scratch + "/cli.out", err = scratch + "/cli.err";
+  CliExit e;
+  e.code = WaitExit(SpawnCli(args, out, err));
+  e.out = ReadWholeFile(out);
+  e.err = ReadWholeFile(err);
+  return e;
+}
+
+}  // namespace kvfold::live
