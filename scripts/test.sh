@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it: installs dependencies, builds, runs
 # the unit + simulation tests and the live tests (each live test starts its
 # own nats-server on a free loopback port), then builds with ASan+UBSan and
-# runs the unit + simulation tests again under the sanitizers.
+# runs the unit + simulation tests again under the sanitizers, and once per
+# mutation point to show each correctness step is guarded by a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"   # Debian installs nats-server in sbin
@@ -13,10 +14,13 @@ start=$(date +%s)
 scripts/build.sh build
 (cd build && ctest --output-on-failure --timeout 900)
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j2 --target kvfold_unit_tests
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -L unit)
+
+# Every correctness step has a test that fails without it (run-time switch).
+scripts/mutations.sh build-asan
 
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"

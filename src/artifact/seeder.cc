@@ -5,6 +5,7 @@
 // kill mid-seed leaves a fold the watcher refuses and a re-run finishes.
 
 #include "artifact/artifact_reader.h"
+#include "core/mutation.h"
 #include "kvfold/artifact.h"
 
 namespace kvfold {
@@ -48,8 +49,10 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
                                       " records no scope; it cannot seed or restore a fold");
   }
   // Pass 1: everything verifies, or nothing is written.
-  KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
-      from, m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); }, {}));
+  if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
+    KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
+        from, m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); }, {}));
+  }
 
   // Pass 2: apply chunk by chunk under the seeding marker.
   ArtifactProgress progress;
@@ -58,6 +61,7 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     FoldCommit commit;
     commit.seeding = id;
+    if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit.cursor = m.cursor;
     uint64_t stored = 0;
     KVFOLD_RETURN_IF_ERROR(artifact::ReadChunk(
         from, m, i, &previous,

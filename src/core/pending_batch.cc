@@ -1,10 +1,15 @@
 #include "core/pending_batch.h"
 
+#include "core/mutation.h"
+
 namespace kvfold::core {
 
 std::optional<Entry> FoldMessage(const BucketMessage& message,
                                  const std::optional<Entry>& current) {
-  if (current && message.seq <= current->revision) return std::nullopt;
+  if (current && message.seq <= current->revision &&
+      !KVFOLD_MUTANT("fold-message-ignore-revision")) {
+    return std::nullopt;
+  }
   Entry next;
   next.revision = message.seq;
   next.deleted = message.op != Op::kPut;

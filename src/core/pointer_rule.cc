@@ -1,10 +1,12 @@
 #include "core/pointer_rule.h"
 
+#include "core/mutation.h"
+
 namespace kvfold::core {
 
 Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
                            const ArtifactPointer& next) {
-  if (!current) return Status::OK();
+  if (!current || KVFOLD_MUTANT("pointer-any-direction")) return Status::OK();
   if (current->bucket != next.bucket || current->stream_created != next.stream_created) {
     return Status::FailedPrecondition(
         "the latest pointer names artifact " + current->artifact_id + " of bucket " +

@@ -1,5 +1,7 @@
 #include "core/window.h"
 
+#include "core/mutation.h"
+
 namespace kvfold::core {
 
 namespace {
@@ -12,7 +14,8 @@ constexpr const char* kNoRepairYet =
 Status CheckWindow(const std::string& bucket, const StreamState& stream,
                    std::optional<uint64_t> position,
                    const std::string& recorded_created) {
-  if (!recorded_created.empty() && recorded_created != stream.created) {
+  if (!recorded_created.empty() && recorded_created != stream.created &&
+      !KVFOLD_MUTANT("window-ignore-identity")) {
     return Status::CursorExpired(
         "stream KV_" + bucket + " was created at " + stream.created +
         " but the fold was mirrored from the stream created at " +
@@ -28,7 +31,7 @@ Status CheckWindow(const std::string& bucket, const StreamState& stream,
         std::to_string(pos) + ": the stream was reset or recreated." +
         kNoRepairYet);
   }
-  if (stream.first_seq > pos + 1) {
+  if (stream.first_seq > pos + 1 && !KVFOLD_MUTANT("window-ignore-first-seq")) {
     return Status::CursorExpired(
         "cursor " + std::to_string(pos) + " expired: bucket " + bucket +
         " retains sequences from " + std::to_string(stream.first_seq) +

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "kvfold/fold.h"
+#include "core/mutation.h"
 #include "store/record_codec.h"
 
 namespace kvfold {
@@ -49,7 +50,8 @@ class MemoryFold final : public Fold {
 
   Status Commit(const FoldCommit& commit) override {
     std::lock_guard lock(mu_);
-    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor) {
+    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor &&
+        !KVFOLD_MUTANT("fold-cursor-backward")) {
       return Status::FailedPrecondition(
           "refusing to move the fold's cursor backward from " +
           std::to_string(*meta_.cursor) + " to " +

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "kvfold/fold.h"
+#include "core/mutation.h"
 #include "store/record_codec.h"
 
 namespace kvfold {
@@ -102,7 +103,8 @@ class RocksFold final : public Fold {
     auto current = ReadMetaAt(rocksdb::ReadOptions());
     if (!current.ok()) return current.status();
     FoldMeta meta = *current;
-    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor) {
+    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor &&
+        !KVFOLD_MUTANT("fold-cursor-backward")) {
       return Status::FailedPrecondition(
           "refusing to move the fold's cursor backward from " +
           std::to_string(*meta.cursor) + " to " + std::to_string(*commit.cursor));

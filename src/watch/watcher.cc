@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/pending_batch.h"
+#include "core/mutation.h"
 #include "core/window.h"
 
 namespace kvfold {
@@ -138,8 +139,9 @@ Status WatchLoop::Session(SessionEnd* end) {
     return state.status();
   }
   if (opt_.until_caught_up && !target_) target_ = state->last_seq;
-  KVFOLD_RETURN_IF_ERROR(
-      core::CheckWindow(bucket, *state, received_, stream_created_));
+  if (!KVFOLD_MUTANT("window-skip-before-open")) {
+    KVFOLD_RETURN_IF_ERROR(core::CheckWindow(bucket, *state, received_, stream_created_));
+  }
   if (stream_created_.empty()) {
     stream_created_ = state->created;
     pending_.meta().stream_created = stream_created_;
@@ -168,8 +170,9 @@ Status WatchLoop::Session(SessionEnd* end) {
     if (after.status().IsUnavailable()) return Status::OK();
     return after.status();
   }
-  KVFOLD_RETURN_IF_ERROR(
-      core::CheckWindow(bucket, *after, received_, stream_created_));
+  if (!KVFOLD_MUTANT("window-skip-after-open")) {
+    KVFOLD_RETURN_IF_ERROR(core::CheckWindow(bucket, *after, received_, stream_created_));
+  }
 
   probe_soon_ = true;
   Clock::TimePoint last_activity = clock_.Now();
@@ -269,7 +272,7 @@ Status WatchLoop::Probe(Delivery& delivery) {
   if (!state.ok()) return state.status();
   auto progress = delivery.Progress();
   if (!progress.ok()) return progress.status();
-  if (!progress->drained) return Status::OK();
+  if (!progress->drained && !KVFOLD_MUTANT("probe-ignore-drain")) return Status::OK();
   if (state->last_seq > received_.value_or(0)) {
     if (!pending_.HasWork(committed_)) oldest_pending_ = clock_.Now();
     received_ = state->last_seq;
@@ -291,6 +294,7 @@ Status WatchLoop::TryCommit(bool force) {
     return Status::OK();
   }
   ++failures_;
+  if (KVFOLD_MUTANT("batch-drop-on-failure")) pending_.Clear();
   last_failure_ = s;
   if (failures_ >= opt_.max_commit_failures) {
     return s.WithContext("commit failed " + std::to_string(failures_) +

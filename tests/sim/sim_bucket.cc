@@ -8,15 +8,20 @@ namespace {
 class SimDelivery final : public Delivery {
  public:
   SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs,
-              uint64_t from_seq, Scope scope, int reset_after)
+              uint64_t from_seq, Scope scope, int reset_after, int stall)
       : bucket_(bucket),
         sync_(std::move(sync_seqs)),
         from_seq_(from_seq),
         scope_(std::move(scope)),
-        reset_after_(reset_after) {}
+        reset_after_(reset_after),
+        stall_(stall) {}
 
   StatusOr<DeliveryEvent> Next(std::chrono::milliseconds) override {
     DeliveryEvent ev;
+    if (stall_ > 0) {
+      --stall_;
+      return ev;  // a timeout, though messages wait
+    }
     if (reset_after_ >= 0 && sent_ == reset_after_) {
       reset_after_ = -1;
       ev.kind = DeliveryEvent::Kind::kReset;
@@ -74,6 +79,7 @@ class SimDelivery final : public Delivery {
   uint64_t from_seq_;
   Scope scope_;
   int reset_after_;
+  int stall_;
   int sent_ = 0;
   uint64_t delivered_ = 0;
 };
@@ -175,7 +181,7 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
   } else {
     from = *start.from_seq;  // below first_seq is clamped silently, as NATS does
   }
-  auto d = std::make_unique<SimDelivery>(*this, std::move(sync), from, scope, reset_after_);
+  auto d = std::make_unique<SimDelivery>(*this, std::move(sync), from, scope, reset_after_, stall_);
   reset_after_ = -1;
   if (on_open) on_open();
   return std::unique_ptr<Delivery>(std::move(d));

@@ -36,6 +36,9 @@ class SimBucket final : public BucketSource {
   void set_server_filters(bool on) { server_filters_ = on; }
   // The next opened delivery reports a reset after `n` messages.
   void ResetNextDeliveryAfter(int n) { reset_after_ = n; }
+  // Each delivery opened from now on first answers `n` timeouts although
+  // messages are waiting: messages in flight that have not arrived yet.
+  void StallDeliveries(int n) { stall_ = n; }
   // Runs right after each delivery is opened (to race retention with it).
   std::function<void()> on_open;
   // Makes ReadStream/Open answer Unavailable `n` times.
@@ -77,6 +80,7 @@ class SimBucket final : public BucketSource {
   std::vector<BucketMessage> writes_;  // every write ever, for the truth
   bool server_filters_ = true;
   int reset_after_ = -1;
+  int stall_ = 0;
   int unavailable_calls_ = 0;
   int opened_ = 0;
 };

@@ -271,6 +271,21 @@ TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
   ExpectMonotonicHook(r.changes);
 }
 
+// The catch-up probe may move the cursor past quiet stretches only when the
+// delivery is drained; messages still in flight must not be jumped over.
+TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
+  SimBucket b;
+  WriteHistory(b, 6);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  WriteHistory(b, 6);
+  b.StallDeliveries(3);
+  RunResult r = RunWatch(b, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_FALSE(r.changes.empty());
+}
+
 TEST(WatcherSimTest, UnavailableServerIsRetried) {
   SimBucket b;
   WriteHistory(b, 4);
