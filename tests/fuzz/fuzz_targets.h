@@ -1,0 +1,24 @@
+// One entry point per parser of untrusted bytes. Each must return for any
+// input without crashing, leaking or reading out of bounds (the sanitizers
+// judge); a decode error is a fine outcome. Driven by libFuzzer
+// (libfuzzer_main.cc, clang builds) and by parser_robustness_test.cc
+// (random mutations of valid inputs, every CI run under ASan+UBSan).
+
+#ifndef KVFOLD_TESTS_FUZZ_FUZZ_TARGETS_H_
+#define KVFOLD_TESTS_FUZZ_FUZZ_TARGETS_H_
+
+#include <string_view>
+
+namespace kvfold::fuzz {
+
+void ManifestFrame(std::string_view bytes);  // artifact manifest object
+void ChunkObject(std::string_view bytes);    // zstd frame + records
+void ChunkRecords(std::string_view bytes);   // raw record stream
+void Pointer(std::string_view bytes);        // LATEST pointer JSON
+void FoldRecord(std::string_view bytes);     // fold entry / meta values
+void AckReply(std::string_view bytes);       // JetStream ack reply subject
+void Base64(std::string_view bytes);
+
+}  // namespace kvfold::fuzz
+
+#endif  // KVFOLD_TESTS_FUZZ_FUZZ_TARGETS_H_
