@@ -113,6 +113,20 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
     for (uint64_t r : revisions) EXPECT_GT(r, cursor);
     EXPECT_EQ(Live(*seeded), kv_.Truth("app"));
     ASSERT_TRUE(CatchUp(*exporter).ok());
+
+    // A second, newer export; list shows both, prune keeps the latest.
+    auto newer = ExportArtifact(*exporter, **to, eo);
+    ASSERT_TRUE(newer.ok()) << newer.status().ToString();
+    auto all = ListArtifacts(**to, nullptr);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ(all->back().artifact_id, newer->artifact_id);
+    std::vector<std::string> removed;
+    ASSERT_TRUE(PruneArtifacts(**to, 1, &removed).ok());
+    EXPECT_EQ(removed, std::vector<std::string>{m->artifact_id});
+    EXPECT_EQ(ListArtifacts(**to, nullptr)->size(), 1u);
+    EXPECT_EQ((*(*to)->ReadPointer())->artifact_id, newer->artifact_id);
+    EXPECT_TRUE(VerifyArtifact(**to, newer->artifact_id, {}).ok());
   }
 }
 
