@@ -19,6 +19,8 @@
 #include "core/pointer_rule.h"
 #include "kvfold/artifact.h"
 #include "sim/fault_fold.h"
+#include "fold_view.h"
+#include "pointer_race.h"
 #include "test_dir.h"
 
 namespace kvfold {
@@ -41,15 +43,6 @@ std::unique_ptr<Fold> SourceFold(int keys, std::vector<std::string> scope = {""}
   c.stream_created = "2026-01-01T00:00:00Z";
   EXPECT_TRUE(fold->Commit(c).ok());
   return fold;
-}
-
-std::map<std::string, Entry> Live(Fold& fold) {
-  std::map<std::string, Entry> out;
-  fold.Scan("", false, [&](std::string_view k, const Entry& e) {
-    out.emplace(std::string(k), e);
-    return true;
-  });
-  return out;
 }
 
 void WriteFile(const std::string& path, std::string_view bytes) {
@@ -101,7 +94,7 @@ class ArtifactTest : public ::testing::Test {
     ASSERT_FALSE(m.ok()) << "seed should fail with: " << needle;
     EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().ToString();
     EXPECT_EQ(*fold->ReadMeta(), FoldMeta{});
-    EXPECT_TRUE(Live(*fold).empty());
+    EXPECT_TRUE(LiveEntries(*fold).empty());
   }
 
   // Rewrites the manifest of `id` through `edit` with a valid frame.
@@ -122,14 +115,14 @@ class ArtifactTest : public ::testing::Test {
 TEST_F(ArtifactTest, RoundTripIsIdentical) {
   ArtifactManifest m = Export();
   EXPECT_GE(m.chunks.size(), 3u);
-  EXPECT_EQ(m.entry_count, Live(*source_).size());
+  EXPECT_EQ(m.entry_count, LiveEntries(*source_).size());
   EXPECT_EQ(m.cursor, 305u);
   EXPECT_EQ(*LatestArtifactId(*to_), m.artifact_id);
   ASSERT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
   auto fold = NewMemoryFold();
   auto seeded = SeedFold(*fold, *to_, {});
   ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
-  EXPECT_EQ(Live(*fold), Live(*source_));
+  EXPECT_EQ(LiveEntries(*fold), LiveEntries(*source_));
   auto meta = *fold->ReadMeta();
   auto src = *source_->ReadMeta();
   EXPECT_EQ(meta.cursor, src.cursor);
@@ -321,34 +314,8 @@ TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
 // Two exporters race on one directory: the pointer ends at the highest
 // cursor and a reader never sees it go back.
 TEST_F(ArtifactTest, ConcurrentExportersNeverMoveThePointerBackward) {
-  std::atomic<bool> done{false};
-  std::atomic<uint64_t> regressions{0};
-  std::thread reader([&] {
-    uint64_t seen = 0;
-    while (!done) {
-      auto p = to_->ReadPointer();
-      if (p.ok() && *p) {
-        if ((*p)->cursor < seen) ++regressions;
-        seen = std::max(seen, (*p)->cursor);
-      }
-    }
-  });
-  auto exporter = [&](int parity) {
-    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{});
-    for (uint64_t c = 1 + parity; c <= 200; c += 2) {
-      // Each exporter runs its cursors in a shuffled-ish order.
-      const uint64_t cursor = (c * 37) % 200 + 1;
-      Status s = (*t)->AdvancePointer(ArtifactPointer{"a" + std::to_string(cursor), cursor, "cfg", "t"});
-      EXPECT_TRUE(s.ok() || s.IsFailedPrecondition()) << s.ToString();
-    }
-  };
-  std::thread a(exporter, 0), b(exporter, 1);
-  a.join();
-  b.join();
-  done = true;
-  reader.join();
-  EXPECT_EQ(regressions.load(), 0u);
-  EXPECT_EQ((*to_->ReadPointer())->cursor, 200u);
+  RacePointer([&] { return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{})).value(); },
+              200);
 }
 
 // A seed killed at any commit leaves a fold the watcher refuses, and a
@@ -376,7 +343,7 @@ TEST_F(ArtifactTest, SeedKilledAtEveryCommitFinishesOnReRun) {
         auto again = SeedFold(**fold, *to_, {});
         ASSERT_TRUE(again.ok()) << again.status().ToString();
       }
-      EXPECT_EQ(Live(**fold), Live(*source_));
+      EXPECT_EQ(LiveEntries(**fold), LiveEntries(*source_));
       EXPECT_EQ((*fold)->ReadMeta()->cursor, m.cursor);
       EXPECT_EQ((*fold)->ReadMeta()->seeding, "");
     }

@@ -57,7 +57,6 @@ class WatchLoop {
   Clock::TimePoint oldest_pending_;
   Clock::TimePoint retry_at_;
   int failures_ = 0;
-  Status last_failure_;
   bool probe_soon_ = false;
 };
 
@@ -226,6 +225,7 @@ Status WatchLoop::Session(SessionEnd* end) {
 Status WatchLoop::Apply(const BucketMessage& m) {
   // A re-created delivery may repeat what already arrived.
   if (received_ && m.seq <= *received_) return Status::OK();
+  const bool was_idle = !pending_.HasWork(committed_);
   if (opt_.scope.Contains(m.key)) {
     std::optional<Entry> current;
     if (const Entry* p = pending_.Find(m.key)) {
@@ -252,13 +252,12 @@ Status WatchLoop::Apply(const BucketMessage& m) {
         // advancing past it.
         KVFOLD_RETURN_IF_ERROR(opt_.apply(change));
       }
-      if (!pending_.HasWork(committed_)) oldest_pending_ = clock_.Now();
       pending_.Put(m.key, std::move(*next));
     }
   }
-  if (!pending_.HasWork(committed_)) oldest_pending_ = clock_.Now();
   received_ = m.seq;
   pending_.AdvanceTo(m.seq);
+  if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
   return Status::OK();
 }
 
@@ -274,7 +273,6 @@ Status WatchLoop::Probe(Delivery& delivery) {
   if (!progress.ok()) return progress.status();
   if (!progress->drained && !KVFOLD_MUTANT("probe-ignore-drain")) return Status::OK();
   if (state->last_seq > received_.value_or(0)) {
-    if (!pending_.HasWork(committed_)) oldest_pending_ = clock_.Now();
     received_ = state->last_seq;
     pending_.AdvanceTo(state->last_seq);
   }
@@ -295,7 +293,6 @@ Status WatchLoop::TryCommit(bool force) {
   }
   ++failures_;
   if (KVFOLD_MUTANT("batch-drop-on-failure")) pending_.Clear();
-  last_failure_ = s;
   if (failures_ >= opt_.max_commit_failures) {
     return s.WithContext("commit failed " + std::to_string(failures_) +
                          " consecutive times; the fold keeps cursor " +

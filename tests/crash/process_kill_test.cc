@@ -13,6 +13,7 @@
 
 #include "kvfold/artifact.h"
 #include "kvfold/fold.h"
+#include "fold_view.h"
 #include "live/cli_process.h"
 #include "test_dir.h"
 
@@ -53,12 +54,8 @@ std::map<std::string, Entry> Live(const std::string& path) {
   FoldOptions ro;
   ro.read_only = true;
   auto fold = OpenRocksFold(path, ro);
-  std::map<std::string, Entry> out;
-  (*fold)->Scan("", false, [&](std::string_view k, const Entry& e) {
-    out.emplace(std::string(k), e);
-    return true;
-  });
-  return out;
+  if (!fold.ok()) return {};
+  return LiveEntries(**fold);
 }
 
 TEST(ProcessKillTest, ExportKilledAnywhereLeavesOnlyWholeArtifacts) {

@@ -17,7 +17,9 @@
 #include "artifact/signer.h"
 #include "core/base64.h"
 #include "kvfold/kvfold.h"
+#include "fold_view.h"
 #include "live/cli_process.h"
+#include "pointer_race.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 
@@ -48,15 +50,6 @@ class ArtifactLiveTest : public ::testing::Test {
       return Status::OK();
     };
     return Watch(**source, fold, o);
-  }
-
-  static std::map<std::string, Entry> Live(Fold& fold) {
-    std::map<std::string, Entry> out;
-    fold.Scan("", false, [&](std::string_view k, const Entry& e) {
-      out.emplace(std::string(k), e);
-      return true;
-    });
-    return out;
   }
 
   json Api(const std::string& subject, const json& body) {
@@ -101,7 +94,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
     auto seeded = NewFold("seeded" + std::to_string(n++));
     auto s = SeedFold(*seeded, **to, {});
     ASSERT_TRUE(s.ok()) << s.status().ToString();
-    EXPECT_EQ(Live(*seeded), Live(*exporter));
+    EXPECT_EQ(LiveEntries(*seeded), LiveEntries(*exporter));
     EXPECT_EQ(seeded->ReadMeta()->cursor, exporter->ReadMeta()->cursor);
 
     // The seeded fold resumes from the artifact's cursor: delta only.
@@ -111,7 +104,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
     ASSERT_TRUE(CatchUp(*seeded, &revisions).ok());
     ASSERT_EQ(revisions.size(), 5u);
     for (uint64_t r : revisions) EXPECT_GT(r, cursor);
-    EXPECT_EQ(Live(*seeded), kv_.Truth("app"));
+    EXPECT_EQ(LiveEntries(*seeded), kv_.Truth("app"));
     ASSERT_TRUE(CatchUp(*exporter).ok());
 
     // A second, newer export; list shows both, prune keeps the latest.
@@ -193,36 +186,7 @@ TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
 }
 
 TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
-  std::atomic<bool> done{false};
-  std::atomic<int> regressions{0};
-  auto reader_t = OpenTransport("obj:race", connect_);
-  ASSERT_TRUE(reader_t.ok());
-  std::thread reader([&] {
-    uint64_t seen = 0;
-    while (!done) {
-      auto p = (*reader_t)->ReadPointer();
-      if (p.ok() && *p) {
-        if ((*p)->cursor < seen) ++regressions;
-        seen = std::max(seen, (*p)->cursor);
-      }
-    }
-  });
-  auto exporter = [&](int parity) {
-    auto t = OpenTransport("obj:race", connect_);
-    ASSERT_TRUE(t.ok());
-    for (uint64_t c = 1 + parity; c <= 60; c += 2) {
-      const uint64_t cursor = (c * 37) % 60 + 1;
-      Status s = (*t)->AdvancePointer(ArtifactPointer{"a" + std::to_string(cursor), cursor, "b", "t"});
-      EXPECT_TRUE(s.ok() || s.IsFailedPrecondition()) << s.ToString();
-    }
-  };
-  std::thread a(exporter, 0), b(exporter, 1);
-  a.join();
-  b.join();
-  done = true;
-  reader.join();
-  EXPECT_EQ(regressions.load(), 0);
-  EXPECT_EQ((*(*reader_t)->ReadPointer())->cursor, 60u);
+  RacePointer([&] { return std::move(OpenTransport("obj:race", connect_)).value(); }, 60);
 }
 
 TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kvfold/kvfold.h"
+#include "fold_view.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 
@@ -54,25 +55,6 @@ class WatchLiveTest : public ::testing::Test {
     return r;
   }
 
-  static std::map<std::string, Entry> Live(Fold& fold) {
-    std::map<std::string, Entry> out;
-    fold.Scan("", false, [&](std::string_view k, const Entry& e) {
-      out.emplace(std::string(k), e);
-      return true;
-    });
-    return out;
-  }
-
-  static std::string Snapshot(Fold& fold) {
-    std::string out;
-    fold.Scan("", true, [&](std::string_view k, const Entry& e) {
-      out += std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D;" : "=" + e.value + ";");
-      return true;
-    });
-    auto m = fold.ReadMeta();
-    return out + " cursor=" + std::to_string(m->cursor.value_or(0)) + " created=" + m->stream_created;
-  }
-
   uint64_t ConsumerCount(const std::string& bucket) {
     return kv_.StreamInfo(bucket)["state"].value("consumer_count", uint64_t{0});
   }
@@ -94,14 +76,14 @@ TEST_F(WatchLiveTest, PutDeletePurgeFoldToTheTruth) {
   auto fold = OpenFold();
   Result r = CatchUp(*source, *fold);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(Live(*fold), kv_.Truth("cfg"));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("cfg"));
   EXPECT_EQ(fold->ReadMeta()->cursor, kv_.LastSeq("cfg"));
   EXPECT_EQ(fold->ReadMeta()->live_keys, kv_.Truth("cfg").size());
   // Deletes made while watching reach the fold as tombstones.
   kv_.Delete("cfg", "k.1");
   kv_.Purge("cfg", "k.2");
   ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
-  EXPECT_EQ(Live(*fold), kv_.Truth("cfg"));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("cfg"));
   Entry e;
   ASSERT_TRUE(fold->Get("k.2", &e).ok());
   EXPECT_TRUE(e.deleted);
@@ -121,7 +103,7 @@ TEST_F(WatchLiveTest, ResumeDeliversOnlyTheDelta) {
   ASSERT_TRUE(r.status.ok());
   ASSERT_EQ(r.revisions.size(), 8u);  // exactly the delta, counted
   for (uint64_t rev : r.revisions) EXPECT_GT(rev, cursor);
-  EXPECT_EQ(Live(*fold), kv_.Truth("d"));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("d"));
 }
 
 TEST_F(WatchLiveTest, PrefixAndMultiPrefixScopes) {
@@ -144,7 +126,7 @@ TEST_F(WatchLiveTest, PrefixAndMultiPrefixScopes) {
     o.scope = scope;
     Result r = CatchUp(*source, *fold, o);
     ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-    EXPECT_EQ(Live(*fold), kv_.Truth("s", scope));
+    EXPECT_EQ(LiveEntries(*fold), kv_.Truth("s", scope));
     fold->Scan("", true, [&](std::string_view k, const Entry&) {
       EXPECT_TRUE(scope.Contains(k)) << k;
       return true;
@@ -193,7 +175,7 @@ TEST_F(WatchLiveTest, SurvivesServerKilledAndRestartedOnTheSameStore) {
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
   EXPECT_GE(resets.load(), 1);  // the restart was noticed, not slept through
   EXPECT_EQ(fold->ReadMeta()->cursor, last);
-  EXPECT_EQ(Live(*fold), kv_.Truth("r"));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("r"));
 }
 
 TEST_F(WatchLiveTest, SlowApplyHookUnderA100kBurstLosesNothing) {
@@ -236,7 +218,7 @@ TEST_F(WatchLiveTest, SlowApplyHookUnderA100kBurstLosesNothing) {
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
   EXPECT_EQ(fold->ReadMeta()->cursor, base + kBurst);
   EXPECT_EQ(applied.load(), static_cast<uint64_t>(kBurst));
-  EXPECT_EQ(Live(*fold), kv_.Truth("burst"));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("burst"));
 }
 
 // NATS clamps a start below first_seq silently; the watcher must not.
@@ -246,13 +228,13 @@ TEST_F(WatchLiveTest, ExpiredCursorOnDiscardOldMaxMsgsIsDetected) {
   auto source = Source("ev");
   auto fold = OpenFold();
   ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   for (int i = 0; i < 50; ++i) kv_.Put("ev", "n" + std::to_string(i), "w");
   Result r = CatchUp(*source, *fold);
   ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_NE(r.status.message().find("cursor 10 expired"), std::string::npos) << r.status.message();
   EXPECT_TRUE(r.revisions.empty());
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
 }
 
 TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
@@ -263,7 +245,7 @@ TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
     auto source = Source("re");
     ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
   }
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   kv_.DeleteBucket("re");
   kv_.CreateBucket("re");
   for (int i = 0; i < 9; ++i) kv_.Put("re", "x" + std::to_string(i), "v");
@@ -271,7 +253,7 @@ TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
   Result r = CatchUp(*source, *fold);
   ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_NE(r.status.message().find("recreated"), std::string::npos);
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
 }
 
 TEST_F(WatchLiveTest, UnreachableServerAndMissingBucketAreClearErrors) {

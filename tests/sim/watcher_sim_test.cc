@@ -10,6 +10,7 @@
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
 #include "sim/sim_bucket.h"
+#include "fold_view.h"
 #include "test_dir.h"
 
 namespace kvfold {
@@ -51,30 +52,6 @@ RunResult RunWatch(BucketSource& bucket, Fold& fold, WatchOptions o = FastOption
   o.on_applied = [&r](uint64_t c) { r.applied.push_back(c); };
   r.status = Watch(bucket, fold, o);
   return r;
-}
-
-std::map<std::string, Entry> LiveEntries(Fold& fold) {
-  std::map<std::string, Entry> out;
-  EXPECT_TRUE(fold.Scan("", false, [&](std::string_view k, const Entry& e) {
-    out.emplace(std::string(k), e);
-    return true;
-  }).ok());
-  return out;
-}
-
-// Everything the fold holds, tombstones and metadata included, to prove a
-// refused watch left it untouched.
-std::string Snapshot(Fold& fold) {
-  std::string out;
-  fold.Scan("", true, [&](std::string_view k, const Entry& e) {
-    out += std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D" : "=") +
-           e.value + ";";
-    return true;
-  });
-  auto m = fold.ReadMeta();
-  out += "cursor=" + (m->cursor ? std::to_string(*m->cursor) : "none") +
-         " bucket=" + m->bucket + " created=" + m->stream_created;
-  return out;
 }
 
 // The cursor's meaning (SPEC §1): the fold plus the stream's retained
@@ -181,7 +158,7 @@ TEST(WatcherSimTest, RefusesAnotherBucketOrScope) {
   b.Put("a.1", "x");
   auto fold = NewMemoryFold();
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   SimBucket other("two");
   Status s = RunWatch(other, *fold).status;
   EXPECT_TRUE(s.IsFailedPrecondition());
@@ -191,7 +168,7 @@ TEST(WatcherSimTest, RefusesAnotherBucketOrScope) {
   s = RunWatch(b, *fold, o).status;
   EXPECT_TRUE(s.IsFailedPrecondition());
   EXPECT_NE(s.message().find("scope"), std::string::npos);
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
 }
 
 // Invariant 3 via the window check: NATS clamps silently, the watcher does not.
@@ -203,11 +180,11 @@ TEST(WatcherSimTest, ExpiredCursorIsDetectedAndFoldUntouched) {
   const uint64_t cursor = *fold->ReadMeta()->cursor;
   WriteHistory(b, 5);
   b.EvictThrough(cursor + 1);  // one message the fold never saw is gone
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   RunResult r = RunWatch(b, *fold);
   EXPECT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_TRUE(r.changes.empty());
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
   EXPECT_EQ(b.deliveries_opened(), 1);  // no consumer for the expired run
 }
 
@@ -233,12 +210,12 @@ TEST(WatcherSimTest, EvictionRacingTheConsumerCreationIsDetected) {
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
   const uint64_t cursor = *fold->ReadMeta()->cursor;
   WriteHistory(b, 5);
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   b.on_open = [&] { b.EvictThrough(cursor + 3); };
   RunResult r = RunWatch(b, *fold);
   EXPECT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_TRUE(r.changes.empty());
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
 }
 
 TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
@@ -246,13 +223,13 @@ TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
   WriteHistory(b, 5);
   auto fold = NewMemoryFold();
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  const std::string before = Snapshot(*fold);
+  const std::string before = Picture(*fold);
   b.Recreate();
   WriteHistory(b, 8);  // more messages than before: last_seq alone would pass
   Status s = RunWatch(b, *fold).status;
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("recreated"), std::string::npos);
-  EXPECT_EQ(Snapshot(*fold), before);
+  EXPECT_EQ(Picture(*fold), before);
 }
 
 // A reset (gap, reconnect, slow consumer) re-opens from the last received
