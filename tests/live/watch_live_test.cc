@@ -55,6 +55,34 @@ class WatchLiveTest : public ::testing::Test {
     return r;
   }
 
+  // A watch running on its own thread until Stop().
+  class BackgroundWatch {
+   public:
+    BackgroundWatch(BucketSource& source, Fold& fold, WatchOptions o) : fold_(fold) {
+      o.stop = stop_.get_token();
+      thread_ = std::thread([this, &source, o] { status_ = Watch(source, fold_, o); });
+    }
+    // Waits (at most `limit`) until the fold's cursor reaches `seq`.
+    void WaitForCursor(uint64_t seq, std::chrono::seconds limit) {
+      const auto deadline = std::chrono::steady_clock::now() + limit;
+      while (fold_.ReadMeta()->cursor.value_or(0) < seq &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+    }
+    Status Stop() {
+      stop_.request_stop();
+      thread_.join();
+      return status_;
+    }
+
+   private:
+    Fold& fold_;
+    std::stop_source stop_;
+    Status status_;
+    std::thread thread_;
+  };
+
   uint64_t ConsumerCount(const std::string& bucket) {
     return kv_.StreamInfo(bucket)["state"].value("consumer_count", uint64_t{0});
   }
@@ -144,19 +172,14 @@ TEST_F(WatchLiveTest, SurvivesServerKilledAndRestartedOnTheSameStore) {
   for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i), "before");
   auto source = Source("r");
   auto fold = OpenFold();
-  std::stop_source stop;
   std::atomic<int> resets{0};
-  Status watch_status;
-  std::thread watcher([&] {
-    WatchOptions o;
-    o.stop = stop.get_token();
-    o.linger = milliseconds(5);
-    o.reconnect_backoff_min = milliseconds(200);
-    o.log = [&](std::string_view line) {
-      if (line.find("reset") != std::string_view::npos) ++resets;
-    };
-    watch_status = Watch(*source, *fold, o);
-  });
+  WatchOptions o;
+  o.linger = milliseconds(5);
+  o.reconnect_backoff_min = milliseconds(200);
+  o.log = [&](std::string_view line) {
+    if (line.find("reset") != std::string_view::npos) ++resets;
+  };
+  BackgroundWatch watch(*source, *fold, o);
   for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 30), "during-" + std::to_string(i));
   std::this_thread::sleep_for(milliseconds(300));
   server_.Kill();
@@ -165,13 +188,8 @@ TEST_F(WatchLiveTest, SurvivesServerKilledAndRestartedOnTheSameStore) {
   for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 40), "after-" + std::to_string(i));
   kv_.Delete("r", "k7");
   const uint64_t last = kv_.LastSeq("r");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (fold->ReadMeta()->cursor.value_or(0) < last &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  stop.request_stop();
-  watcher.join();
+  watch.WaitForCursor(last, std::chrono::seconds(60));
+  Status watch_status = watch.Stop();
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
   EXPECT_GE(resets.load(), 1);  // the restart was noticed, not slept through
   EXPECT_EQ(fold->ReadMeta()->cursor, last);
@@ -184,20 +202,15 @@ TEST_F(WatchLiveTest, SlowApplyHookUnderA100kBurstLosesNothing) {
   kv_.CreateBucket("burst", {{"max_msgs_per_subject", 64}});
   auto source = Source("burst");
   auto fold = OpenFold();
-  std::stop_source stop;
   std::atomic<uint64_t> applied{0};
-  Status watch_status;
-  std::thread watcher([&] {
-    WatchOptions o;
-    o.stop = stop.get_token();
-    o.apply = [&](const Change&) {
-      // Slow domain code: the server must wait for us (flow control), and
-      // the client must buffer, never drop.
-      if (applied.fetch_add(1) % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
-      return Status::OK();
-    };
-    watch_status = Watch(*source, *fold, o);
-  });
+  WatchOptions o;
+  o.apply = [&](const Change&) {
+    // Slow domain code: the server must wait for us (flow control), and
+    // the client must buffer, never drop.
+    if (applied.fetch_add(1) % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    return Status::OK();
+  };
+  BackgroundWatch watch(*source, *fold, o);
   constexpr int kBurst = 100000;
   const uint64_t base = kv_.LastSeq("burst");
   for (int i = 0; i < kBurst; ++i) {
@@ -208,13 +221,8 @@ TEST_F(WatchLiveTest, SlowApplyHookUnderA100kBurstLosesNothing) {
   }
   kv_.Flush();
   kv_.WaitForLastSeq("burst", base + kBurst);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (fold->ReadMeta()->cursor.value_or(0) < base + kBurst &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  stop.request_stop();
-  watcher.join();
+  watch.WaitForCursor(base + kBurst, std::chrono::seconds(120));
+  Status watch_status = watch.Stop();
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
   EXPECT_EQ(fold->ReadMeta()->cursor, base + kBurst);
   EXPECT_EQ(applied.load(), static_cast<uint64_t>(kBurst));
