@@ -12,7 +12,7 @@ scripts/install-deps.sh
 start=$(date +%s)
 
 scripts/build.sh build
-(cd build && ctest --output-on-failure --timeout 900)
+(cd build && ctest --output-on-failure)
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null

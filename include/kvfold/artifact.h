@@ -89,9 +89,11 @@ struct ExportOptions {
 
 // Exports one consistent view of `fold` (entries, cursor and metadata from
 // one snapshot) to `to`: chunks first, the manifest last, then the pointer.
-// FailedPrecondition when the fold has no cursor, bucket or scope, or when
-// the pointer already names an artifact at or beyond this cursor (the
-// artifact is still written; the pointer stays).
+// FailedPrecondition when the fold has no cursor, bucket or scope.
+// AlreadyExists when the pointer already names an artifact at or beyond
+// this cursor: checked before writing anything, and again when moving the
+// pointer (another exporter may win in between; the artifact written is
+// then left for prune).
 StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to,
                                           const ExportOptions& options);
 

@@ -28,6 +28,7 @@ class Status {
     kUnavailable,         // the server could not be reached or did not answer
     kCursorExpired,       // retention evicted history this fold needs
     kCancelled,           // a stop was requested
+    kAlreadyExists,       // the work is already done (e.g. a newer artifact is the latest)
     kInternal,
   };
 
@@ -54,6 +55,9 @@ class Status {
   static Status Cancelled(std::string_view msg) {
     return {Code::kCancelled, msg};
   }
+  static Status AlreadyExists(std::string_view msg) {
+    return {Code::kAlreadyExists, msg};
+  }
   static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
@@ -70,6 +74,7 @@ class Status {
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsCursorExpired() const { return code_ == Code::kCursorExpired; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
+  bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
 
   // Returns a copy whose message is "<context>: <message>". OK stays OK.
   Status WithContext(std::string_view context) const;

@@ -54,8 +54,10 @@ class Transport {
 
   // The latest pointer, or nullopt when nothing was published yet.
   virtual StatusOr<std::optional<ArtifactPointer>> ReadPointer() = 0;
-  // Moves the pointer to `next` if that is forward of the current one;
-  // FailedPrecondition naming both otherwise (the pointer is unchanged).
+  // Moves the pointer to `next` if that is forward of the current one.
+  // Otherwise the pointer is unchanged and the result names both:
+  // AlreadyExists when it is at the same or a higher cursor,
+  // FailedPrecondition when it is of another bucket or stream.
   virtual Status AdvancePointer(const ArtifactPointer& next) = 0;
 };
 

@@ -11,6 +11,7 @@
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
+#include "core/pointer_rule.h"
 #include "kvfold/artifact.h"
 
 namespace kvfold {
@@ -50,6 +51,14 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   if (!meta.cursor || meta.bucket.empty() || !meta.scope || meta.stream_created.empty()) {
     return Status::FailedPrecondition(
         "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
+  }
+
+  if (options.advance_pointer) {
+    // Nothing newer to publish: do not write an artifact nobody will use.
+    auto pointer = to.ReadPointer();
+    if (!pointer.ok()) return pointer.status();
+    KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(
+        *pointer, ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created}));
   }
 
   ArtifactManifest m;

@@ -105,6 +105,11 @@ int RunExport(const ExportFlags& f) {
   ProgressBar bar("export");
   options.progress = bar.Callback();
   auto m = ExportArtifact(**fold, **to, options);
+  bar.Finish();
+  if (m.status().IsAlreadyExists()) {
+    std::cerr << "kvfold export: up to date, nothing newer to publish: " << m.status().message() << "\n";
+    return kExitOk;
+  }
   if (!m.ok()) return Report("export", m.status());
   if (f.keep > 0) {
     std::vector<std::string> removed;
@@ -148,6 +153,7 @@ int RunSeed(const SeedFlags& f) {
   ProgressBar bar("seed");
   options.progress = bar.Callback();
   auto m = SeedFold(**fold, **from, options);
+  bar.Finish();
   if (!m.ok()) return Report("seed", m.status());
   std::cerr << "kvfold seed: seeded " << f.fold << " from artifact " << m->artifact_id
             << " (bucket " << m->bucket << ", cursor " << m->cursor << ", " << m->entry_count
@@ -225,6 +231,7 @@ int RunVerify(const ArtifactsFlags& f) {
   options.require_signature = f.require_signature;
   ProgressBar bar("verify");
   Status s = VerifyArtifact(**at, *id, options, bar.Callback());
+  bar.Finish();
   if (!s.ok()) return Report("artifacts verify", s);
   std::cout << "artifact " << *id << " at " << (*at)->location() << ": OK\n";
   return kExitOk;

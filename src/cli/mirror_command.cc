@@ -83,6 +83,7 @@ class ScheduledExport {
       options.exporter_id = holder;
       options.sign_key_file = f_.sign_key;
       auto m = ExportArtifact(fold_, *to, options);
+      if (m.status().IsAlreadyExists()) continue;  // nothing new since the last round
       if (!m.ok()) {
         Log(m.status().ToString());
         continue;

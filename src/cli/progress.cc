@@ -10,8 +10,9 @@ ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {}
 
-ProgressBar::~ProgressBar() {
+void ProgressBar::Finish() {
   if (drawn_) std::fputc('\n', stderr);
+  drawn_ = false;
 }
 
 void ProgressBar::Update(const ArtifactProgress& p) {

@@ -14,8 +14,10 @@ namespace kvfold::cli {
 class ProgressBar {
  public:
   explicit ProgressBar(std::string label);
-  ~ProgressBar();
+  ~ProgressBar() { Finish(); }
   void Update(const ArtifactProgress& p);
+  // Ends the progress line so later output starts on a fresh one.
+  void Finish();
   ArtifactProgressFn Callback() {
     return [this](const ArtifactProgress& p) { Update(p); };
   }

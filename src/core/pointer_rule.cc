@@ -16,7 +16,7 @@ Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
         "): publish artifacts of different buckets or streams to different locations");
   }
   if (next.cursor <= current->cursor) {
-    return Status::FailedPrecondition(
+    return Status::AlreadyExists(
         "the latest pointer already names artifact " + current->artifact_id + " at cursor " +
         std::to_string(current->cursor) + "; artifact " + next.artifact_id + " at cursor " +
         std::to_string(next.cursor) + " is not newer, so the pointer stays");

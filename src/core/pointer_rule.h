@@ -13,7 +13,8 @@
 namespace kvfold::core {
 
 // OK when `next` may replace `current` (nullopt: no pointer yet);
-// FailedPrecondition naming both otherwise.
+// AlreadyExists when `current` is at the same or a higher cursor;
+// FailedPrecondition when they are of different buckets or streams.
 Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
                            const ArtifactPointer& next);
 

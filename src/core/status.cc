@@ -13,6 +13,7 @@ std::string_view Status::CodeName(Code code) {
     case Code::kUnavailable: return "Unavailable";
     case Code::kCursorExpired: return "CursorExpired";
     case Code::kCancelled: return "Cancelled";
+    case Code::kAlreadyExists: return "AlreadyExists";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";

@@ -18,19 +18,24 @@ std::string ReadWholeFile(const std::string& path) {
 
 pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path,
                const std::string& err_path) {
+  // Everything the child needs is built before fork: the test process has
+  // other threads (nats.c), and a child that allocates could deadlock on a
+  // lock one of them held. After fork only async-signal-safe calls.
+  static const std::string cli = KVFOLD_CLI_PATH;
+  std::vector<char*> argv{const_cast<char*>(cli.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   pid_t pid = fork();
   if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out, 1);
     dup2(err, 2);
-    std::string cli = KVFOLD_CLI_PATH;
-    std::vector<char*> argv{cli.data()};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     execv(cli.c_str(), argv.data());
     _exit(127);
   }
+  close(out);
+  close(err);
   return pid;
 }
 

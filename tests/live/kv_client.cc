@@ -28,7 +28,8 @@ KvClient::~KvClient() {
 
 json KvClient::Api(const std::string& subject, const json& body) {
   const std::string data = body.is_null() ? "" : body.dump();
-  for (int attempt = 0;; ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
     natsMsg* reply = nullptr;
     natsStatus s = natsConnection_Request(&reply, nc_, subject.c_str(), data.data(),
                                           static_cast<int>(data.size()), 5000);
@@ -39,7 +40,7 @@ json KvClient::Api(const std::string& subject, const json& body) {
       return j;
     }
     // The server may be restarting in a test: keep trying for a while.
-    if (attempt > 100) {
+    if (std::chrono::steady_clock::now() > deadline) {
       throw std::runtime_error(subject + ": " + natsStatus_GetText(s));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -72,7 +73,8 @@ void KvClient::DeleteBucket(const std::string& bucket) {
 uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
                          const std::string& value, const char* op) {
   const std::string subject = "$KV." + bucket + "." + key;
-  for (int attempt = 0;; ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
     natsMsg* msg = nullptr;
     natsMsg_Create(&msg, subject.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
     if (op != nullptr) {
@@ -94,7 +96,9 @@ uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
       }
       return seq;
     }
-    if (attempt > 100) throw std::runtime_error("write failed: " + std::string(natsStatus_GetText(s)));
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("write failed: " + std::string(natsStatus_GetText(s)));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
