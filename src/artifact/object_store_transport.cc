@@ -50,9 +50,6 @@ class ObjectStoreTransport final : public Transport {
   }
 
   Status Init() {
-    auto info = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
-    if (info.ok()) return Status::OK();
-    if (!info.status().IsNotFound()) return info.status();
     json cfg = {{"name", stream_},
                 {"subjects", {"$O." + bucket_ + ".C.>", "$O." + bucket_ + ".M.>"}},
                 {"retention", "limits"},
@@ -61,9 +58,7 @@ class ObjectStoreTransport final : public Transport {
                 {"discard", "new"},
                 {"allow_rollup_hdrs", true},
                 {"allow_direct", true}};
-    auto created = conn_->ApiRequest("STREAM.CREATE." + stream_, cfg);
-    if (!created.ok()) return created.status().WithContext("creating object store " + bucket_);
-    return Status::OK();
+    return conn_->EnsureStream(cfg).WithContext("object store " + bucket_);
   }
 
   const std::string& location() const override { return location_; }
@@ -200,19 +195,14 @@ class ObjectStoreTransport final : public Transport {
   // The object's current meta JSON with its stream sequence as "$seq", or
   // nullopt when there never was one.
   StatusOr<std::optional<json>> ReadMeta(const std::string& name) {
-    auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
-                                   json{{"last_by_subj", MetaSubject(name)}});
-    if (!reply.ok()) {
-      if (reply.status().IsNotFound()) return std::optional<json>();
-      return reply.status();
-    }
-    const json& msg = (*reply)["message"];
-    auto data = core::Base64Decode(msg.value("data", std::string()));
-    json meta = data ? json::parse(*data, nullptr, false) : json();
+    auto msg = conn_->LastMessage(stream_, MetaSubject(name));
+    if (!msg.ok()) return msg.status();
+    if (!*msg) return std::optional<json>();
+    json meta = json::parse((*msg)->data, nullptr, false);
     if (!meta.is_object() || !meta.contains("nuid") || !meta["nuid"].is_string()) {
       return Status::Corruption("object " + name + " in " + location_ + " has unreadable meta");
     }
-    meta["$seq"] = msg.value("seq", uint64_t{0});
+    meta["$seq"] = (*msg)->seq;
     return std::optional<json>(std::move(meta));
   }
 

@@ -1,6 +1,5 @@
 #include "kvfold/lease.h"
 
-#include "core/base64.h"
 #include "kvfold/scope.h"
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"
@@ -22,9 +21,6 @@ class NatsExportLease final : public ExportLease {
       : conn_(std::move(conn)), bucket_(std::move(bucket)), stream_(nats::StreamName(bucket_)) {}
 
   Status Init() {
-    auto info = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
-    if (info.ok()) return Status::OK();
-    if (!info.status().IsNotFound()) return info.status();
     json cfg = {{"name", stream_},
                 {"subjects", {nats::SubjectPrefix(bucket_) + ">"}},
                 {"retention", "limits"},
@@ -35,30 +31,23 @@ class NatsExportLease final : public ExportLease {
                 {"allow_direct", true},
                 {"storage", "file"},
                 {"num_replicas", 1}};
-    auto created = conn_->ApiRequest("STREAM.CREATE." + stream_, cfg);
-    if (!created.ok() && !created.status().IsFailedPrecondition()) {
-      return created.status().WithContext("creating lease bucket " + bucket_);
-    }
-    return Status::OK();
+    return conn_->EnsureStream(cfg).WithContext("lease bucket " + bucket_);
   }
 
   StatusOr<bool> TryAcquire(const std::string& key, const std::string& holder,
                             std::chrono::milliseconds ttl) override {
     KVFOLD_RETURN_IF_ERROR(ValidateKey(key).WithContext("lease key"));
     const std::string subject = nats::SubjectPrefix(bucket_) + key;
+    auto current = conn_->LastMessage(stream_, subject);
+    if (!current.ok()) return current.status();
     uint64_t last_seq = 0;
-    auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_, json{{"last_by_subj", subject}});
-    if (reply.ok()) {
-      const json& msg = (*reply)["message"];
-      last_seq = msg.value("seq", uint64_t{0});
-      auto data = core::Base64Decode(msg.value("data", std::string()));
-      json lease = data ? json::parse(*data, nullptr, false) : json();
+    if (*current) {
+      last_seq = (*current)->seq;
+      json lease = json::parse((*current)->data, nullptr, false);
       if (lease.is_object() && lease.value("holder", std::string()) != holder &&
           lease.value("expires_unix_ms", int64_t{0}) > NowMs()) {
         return false;  // someone else holds it this round
       }
-    } else if (!reply.status().IsNotFound()) {
-      return reply.status();
     }
     json lease = {{"holder", holder}, {"expires_unix_ms", NowMs() + ttl.count()}};
     auto published = conn_->Publish(

@@ -1,5 +1,7 @@
 #include "nats/nats_connection.h"
 
+#include "core/base64.h"
+
 namespace kvfold::nats {
 
 std::string NatsError(natsStatus s) {
@@ -145,6 +147,34 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
     return Status::FailedPrecondition(msg);
   }
   return j;
+}
+
+Status NatsConnection::EnsureStream(const nlohmann::json& config) {
+  const std::string name = config.value("name", std::string());
+  auto info = ApiRequest("STREAM.INFO." + name, nullptr);
+  if (info.ok()) return Status::OK();
+  if (!info.status().IsNotFound()) return info.status();
+  auto created = ApiRequest("STREAM.CREATE." + name, config);
+  if (created.ok()) return Status::OK();
+  // Lost a creation race? Then the stream is there now.
+  if (ApiRequest("STREAM.INFO." + name, nullptr).ok()) return Status::OK();
+  return created.status().WithContext("creating stream " + name);
+}
+
+StatusOr<std::optional<NatsConnection::StoredMessage>> NatsConnection::LastMessage(
+    const std::string& stream, const std::string& subject) {
+  auto reply = ApiRequest("STREAM.MSG.GET." + stream, nlohmann::json{{"last_by_subj", subject}});
+  if (!reply.ok()) {
+    if (reply.status().IsNotFound()) return std::optional<StoredMessage>();
+    return reply.status();
+  }
+  const nlohmann::json& msg = (*reply)["message"];
+  auto data = core::Base64Decode(msg.value("data", std::string()));
+  if (!msg.is_object() || !data) {
+    return Status::Corruption("the last message on " + subject + " in " + stream +
+                              " came back unreadable");
+  }
+  return std::optional<StoredMessage>(StoredMessage{msg.value("seq", uint64_t{0}), std::move(*data)});
 }
 
 StatusOr<uint64_t> NatsConnection::Publish(

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -52,6 +53,19 @@ class NatsConnection {
   // with the server's description; no reply becomes Unavailable.
   StatusOr<nlohmann::json> ApiRequest(const std::string& api,
                                       const nlohmann::json& body);
+
+  // Creates the stream `config` describes unless it exists, also when
+  // another client creates it at the same moment.
+  Status EnsureStream(const nlohmann::json& config);
+
+  // The last message stored on `subject` in `stream` (sequence and data),
+  // or nullopt when there is none.
+  struct StoredMessage {
+    uint64_t seq = 0;
+    std::string data;
+  };
+  StatusOr<std::optional<StoredMessage>> LastMessage(const std::string& stream,
+                                                     const std::string& subject);
 
   // Publishes to a stream subject and waits for the JetStream ack; returns
   // the stored sequence. A refusal (e.g. a failed expected-sequence check)
