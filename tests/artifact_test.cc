@@ -49,10 +49,6 @@ void WriteFile(const std::string& path, std::string_view bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Writes an Ed25519 key pair as PEM files; returns {private, public}.
 std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const std::string& name) {
@@ -101,7 +97,7 @@ class ArtifactTest : public ::testing::Test {
   void RewriteManifest(const std::string& id, const std::function<void(wire::Manifest*)>& edit) {
     wire::ManifestEnvelope env;
     wire::Manifest m;
-    ASSERT_TRUE(artifact::DecodeManifestFrame(ReadFile(Path(id + "/manifest")), "m", &env, &m).ok());
+    ASSERT_TRUE(artifact::DecodeManifestFrame(ReadWholeFile(Path(id + "/manifest")), "m", &env, &m).ok());
     edit(&m);
     env.set_manifest(m.SerializeAsString());
     WriteFile(Path(id + "/manifest"), artifact::EncodeManifestFrame(env));
@@ -144,7 +140,7 @@ TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {
 TEST_F(ArtifactTest, TruncatedChunk) {
   ArtifactManifest m = Export();
   const std::string p = Path(m.chunks[1].name);
-  std::string bytes = ReadFile(p);
+  std::string bytes = ReadWholeFile(p);
   WriteFile(p, bytes.substr(0, bytes.size() / 2));
   ExpectSeedRefused("chunk 1 (" + m.chunks[1].name + ") of artifact " + m.artifact_id + " is " +
                     std::to_string(bytes.size() / 2) + " bytes; the manifest says");
@@ -153,7 +149,7 @@ TEST_F(ArtifactTest, TruncatedChunk) {
 TEST_F(ArtifactTest, FlippedByteInAChunk) {
   ArtifactManifest m = Export();
   const std::string p = Path(m.chunks[2].name);
-  std::string bytes = ReadFile(p);
+  std::string bytes = ReadWholeFile(p);
   bytes[bytes.size() / 2] ^= 0x40;
   WriteFile(p, bytes);
   ExpectSeedRefused("chunk 2 (" + m.chunks[2].name + ") of artifact " + m.artifact_id +
@@ -174,7 +170,7 @@ TEST_F(ArtifactTest, FlippedByteInEveryPositionOfTheManifest) {
   source_ = SourceFold(3);
   ArtifactManifest m = Export();
   const std::string p = Path(m.artifact_id + "/manifest");
-  const std::string good = ReadFile(p);
+  const std::string good = ReadWholeFile(p);
   ASSERT_LT(good.size(), 2000u);
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include "golden/golden_fold.h"
 #include "test_dir.h"
@@ -15,10 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 TEST(GoldenTest, SchemaV1DecodesExactly) {
   const std::string dir = std::string(KVFOLD_GOLDEN_DIR) + "/v1";
@@ -73,7 +68,7 @@ TEST(GoldenTest, TodaysExportIsByteIdentical) {
   size_t compared = 0;
   for (const auto& entry : fs::directory_iterator(golden_dir)) {
     const auto name = entry.path().filename();
-    EXPECT_EQ(Slurp(entry.path()), Slurp(fresh_dir / name)) << name << " changed";
+    EXPECT_EQ(ReadWholeFile(entry.path().string()), ReadWholeFile((fresh_dir / name).string())) << name << " changed";
     ++compared;
   }
   EXPECT_EQ(compared, m->chunks.size() + 1);

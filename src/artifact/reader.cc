@@ -173,12 +173,13 @@ Status VerifyArtifact(Transport& from, const std::string& artifact_id,
       progress);
 }
 
-StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
-                                                      std::vector<std::string>* unreadable) {
-  auto names = from.List();
-  if (!names.ok()) return names.status();
+namespace {
+
+// The readable manifests among the object `names` of `from`, oldest first.
+std::vector<ArtifactManifest> ManifestsIn(Transport& from, const std::vector<std::string>& names,
+                                          std::vector<std::string>* unreadable) {
   std::vector<ArtifactManifest> out;
-  for (const auto& name : *names) {
+  for (const auto& name : names) {
     const std::string suffix = "/manifest";
     if (!name.ends_with(suffix)) continue;
     const std::string id = name.substr(0, name.size() - suffix.size());
@@ -195,15 +196,23 @@ StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
   return out;
 }
 
+}  // namespace
+
+StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
+                                                      std::vector<std::string>* unreadable) {
+  auto names = from.List();
+  if (!names.ok()) return names.status();
+  return ManifestsIn(from, *names, unreadable);
+}
+
 Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* removed) {
   auto pointer = at.ReadPointer();
   if (!pointer.ok()) return pointer.status();
-  auto all = ListArtifacts(at, nullptr);
-  if (!all.ok()) return all.status();
   auto names = at.List();
   if (!names.ok()) return names.status();
+  const std::vector<ArtifactManifest> all = ManifestsIn(at, *names, nullptr);
   size_t kept = 0;
-  for (auto it = all->rbegin(); it != all->rend(); ++it) {
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const bool named = *pointer && (*pointer)->artifact_id == it->artifact_id;
     if (named || kept < keep) {
       ++kept;
@@ -211,9 +220,10 @@ Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* remo
     }
     // The manifest goes first: an artifact without one is never listed or
     // restored, so a crash mid-prune leaves only unreferenced chunks.
-    KVFOLD_RETURN_IF_ERROR(at.Remove(it->artifact_id + "/manifest"));
+    const std::string manifest = it->artifact_id + "/manifest";
+    KVFOLD_RETURN_IF_ERROR(at.Remove(manifest));
     for (const auto& n : *names) {
-      if (n.starts_with(it->artifact_id + "/")) KVFOLD_RETURN_IF_ERROR(at.Remove(n));
+      if (n != manifest && n.starts_with(it->artifact_id + "/")) KVFOLD_RETURN_IF_ERROR(at.Remove(n));
     }
     if (removed != nullptr) removed->push_back(it->artifact_id);
   }

@@ -256,11 +256,7 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
 
   // Corrupt one chunk: verify names it and fails.
   const std::string chunk = dir_.path() + "/arts/" + m["artifact"].get<std::string>() + "/chunk-000000";
-  std::string bytes;
-  {
-    std::ifstream in(chunk, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string bytes = ReadWholeFile(chunk);
   bytes[bytes.size() / 2] ^= 1;
   std::ofstream(chunk, std::ios::binary) << bytes;
   EXPECT_EQ(run({"artifacts", "verify", arts}), 1);

@@ -9,13 +9,6 @@
 
 namespace kvfold::live {
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path,
                const std::string& err_path) {
   // Everything the child needs is built before fork: the test process has

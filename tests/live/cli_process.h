@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "test_dir.h"  // ReadWholeFile
+
 namespace kvfold::live {
 
 struct CliExit {
@@ -23,7 +25,6 @@ pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path
 int WaitExit(pid_t pid);
 // Runs `kvfold args...` to the end; `scratch` is a directory for its output.
 CliExit RunCli(const std::vector<std::string>& args, const std::string& scratch);
-std::string ReadWholeFile(const std::string& path);
 
 }  // namespace kvfold::live
 
