@@ -4,6 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+
+#include <rocksdb/db.h>
 
 #include "kvfold/fold.h"
 #include "test_dir.h"
@@ -179,6 +182,69 @@ TEST(RocksFoldTest, RefusesADirectoryThatIsNotAFold) {
   EXPECT_NE(f.status().message().find("holds no fold"), std::string::npos);
   // Nothing was written into it.
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/CURRENT"));
+}
+
+// A RocksDB database created by something else, optionally holding one key.
+void MakeForeignDatabase(const std::string& path, bool with_key) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  if (with_key) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "user", "data").ok());
+  }
+}
+
+TEST(RocksFoldTest, RefusesADatabaseThatIsNotAFold) {
+  TestDir dir;
+  const std::string path = dir.path() + "/other";
+  MakeForeignDatabase(path, /*with_key=*/true);
+  FoldOptions reader;
+  reader.read_only = true;
+  for (const FoldOptions& options : {FoldOptions{}, reader}) {
+    auto f = OpenRocksFold(path, options);
+    ASSERT_FALSE(f.ok());
+    EXPECT_TRUE(f.status().IsCorruption()) << f.status().ToString();
+    EXPECT_NE(f.status().message().find("not a kvfold fold"), std::string::npos);
+  }
+}
+
+// A reader that opens the fold between the writer creating the database
+// and writing its marker is told to retry, not that the fold is corrupt.
+TEST(RocksFoldTest, ReaderOfAFoldBeingCreatedIsToldToRetry) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  MakeForeignDatabase(path, /*with_key=*/false);
+  FoldOptions reader;
+  reader.read_only = true;
+  auto early = OpenRocksFold(path, reader);
+  ASSERT_FALSE(early.ok());
+  EXPECT_TRUE(early.status().IsNotFound()) << early.status().ToString();
+  EXPECT_NE(early.status().message().find("being created"), std::string::npos);
+  // The writer then finishes creating it, and readers open it.
+  ASSERT_TRUE(OpenRocksFold(path).ok());
+  EXPECT_TRUE(OpenRocksFold(path, reader).ok());
+}
+
+// A writer killed while RocksDB created the database (files written, no
+// CURRENT yet) leaves a directory the next writer finishes creating.
+TEST(RocksFoldTest, CreationCutShortIsFinishedByTheNextWriter) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  std::filesystem::create_directories(path);
+  for (const char* name : {"LOCK", "LOG", "IDENTITY", "MANIFEST-000001", "000001.dbtmp"}) {
+    std::ofstream(path + "/" + name) << "";
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  FoldCommit c;
+  c.cursor = 3;
+  ASSERT_TRUE((*f)->Commit(c).ok());
+  f->reset();
+  auto again = OpenRocksFold(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->ReadMeta()->cursor, std::optional<uint64_t>(3));
 }
 
 TEST(RocksFoldTest, ReadingAMissingFoldIsNotFound) {

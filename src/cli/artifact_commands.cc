@@ -1,6 +1,7 @@
 // kvfold export, kvfold seed, kvfold artifacts list|inspect|verify|prune.
 
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,22 @@ struct SeedFlags {
   bool require_signature = false;
 };
 
+// A seed refused before its first commit leaves the directory as it found
+// it (absent or empty); one cut short later keeps the fold for the re-run.
+void UndoCreation(std::unique_ptr<Fold> fold, const std::string& path, bool existed) {
+  auto meta = fold->ReadMeta();
+  if (!meta.ok() || meta->cursor || meta->entries != 0 || !meta->seeding.empty()) return;
+  fold.reset();
+  std::error_code ec;
+  if (!existed) {
+    std::filesystem::remove_all(path, ec);
+    return;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    std::filesystem::remove_all(e.path(), ec);
+  }
+}
+
 int RunSeed(const SeedFlags& f) {
   KVFOLD_RETURN_IF_ERROR_EXIT("seed", CheckConnectFlags(f.connect));
   if (f.require_signature && f.trusted.empty()) {
@@ -143,6 +160,9 @@ int RunSeed(const SeedFlags& f) {
   }
   auto from = OpenTransport(f.from, f.connect);
   if (!from.ok()) return Report("seed", from.status());
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(f.fold, ec);
+  const bool fresh = !ec && (!existed || std::filesystem::is_empty(f.fold, ec));
   auto fold = OpenRocksFold(f.fold);
   if (!fold.ok()) return Report("seed", fold.status());
   SeedOptions options;
@@ -154,7 +174,10 @@ int RunSeed(const SeedFlags& f) {
   options.progress = bar.Callback();
   auto m = SeedFold(**fold, **from, options);
   bar.Finish();
-  if (!m.ok()) return Report("seed", m.status());
+  if (!m.ok()) {
+    if (fresh) UndoCreation(std::move(*fold), f.fold, existed);
+    return Report("seed", m.status());
+  }
   std::cerr << "kvfold seed: seeded " << f.fold << " from artifact " << m->artifact_id
             << " (bucket " << m->bucket << ", cursor " << m->cursor << ", " << m->entry_count
             << " entries); `kvfold mirror` resumes from there\n";

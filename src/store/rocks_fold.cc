@@ -234,6 +234,21 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     return meta;
 }
 
+// True when every file in `dir` is one RocksDB writes while creating a
+// database before CURRENT exists: what a writer killed mid-creation leaves.
+bool OnlyCreationLeftovers(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool leftover = name == "LOCK" || name == "LOG" || name == "IDENTITY" ||
+                          name.starts_with("LOG.old.") || name.starts_with("MANIFEST-") ||
+                          name.starts_with("OPTIONS-") || name.ends_with(".dbtmp") ||
+                          name.ends_with(".log");
+    if (!leftover || !e.is_regular_file(ec)) return false;
+  }
+  return !ec;
+}
+
 // Refuses a directory that holds files but no RocksDB database, so a typo
 // in --fold never scribbles into an unrelated directory.
 Status CheckDirectory(const std::string& path, const FoldOptions& options) {
@@ -255,7 +270,9 @@ Status CheckDirectory(const std::string& path, const FoldOptions& options) {
     return Status::NotFound("no fold at " + path +
                             " (no RocksDB database in the directory)");
   }
-  if (!fs::is_empty(path, ec)) {
+  // A creation cut short is finished by the next writer; RocksDB's own
+  // lock still keeps two writers apart.
+  if (!fs::is_empty(path, ec) && !OnlyCreationLeftovers(path)) {
     return Status::FailedPrecondition(
         path + " is not empty and holds no fold; point --fold at an empty or "
                "new directory");
@@ -307,8 +324,20 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
   auto fs_status = db->Get(rocksdb::ReadOptions(),
                            store::MetaStoreKey(kFormatName), &format);
   if (fs_status.IsNotFound()) {
+    // A database without the marker is either one a writer has just created
+    // (empty: the marker is its first write) or not a fold at all.
+    std::unique_ptr<rocksdb::Iterator> any(db->NewIterator(rocksdb::ReadOptions()));
+    any->SeekToFirst();
+    if (any->Valid()) {
+      return Status::Corruption("fold " + path +
+                                " holds a RocksDB database that is not a kvfold "
+                                "fold (no format marker)");
+    }
+    if (!any->status().ok()) return FromRocks(any->status(), "opening fold " + path);
     if (options.read_only) {
-      return Status::Corruption("fold " + path + " has no format marker");
+      return Status::NotFound("fold " + path +
+                              " is being created by its writer and holds "
+                              "nothing yet; try again in a moment");
     }
     rocksdb::WriteOptions wo;
     wo.sync = true;

@@ -261,11 +261,12 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   std::ofstream(chunk, std::ios::binary) << bytes;
   EXPECT_EQ(run({"artifacts", "verify", arts}), 1);
   EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/other", "--from", arts}), 1);
-  // The refused seed wrote nothing into its fold.
-  ASSERT_EQ(run({"status", "--fold", dir_.path() + "/other", "--json"}, &a), 0);
-  json st = json::parse(a);
-  EXPECT_TRUE(st["cursor"].is_null());
-  EXPECT_EQ(st["keys"], 0);
+  // The refused seed left nothing behind: not even the directory.
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/other"));
+  // Into an existing empty directory: it stays empty.
+  std::filesystem::create_directory(dir_.path() + "/empty");
+  EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/empty", "--from", arts}), 1);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/empty"));
 }
 
 }  // namespace

@@ -60,6 +60,18 @@ class CliLiveTest : public ::testing::Test {
     return out;
   }
 
+  // Polls `status` until the fold's cursor reaches `cursor`; a fold a
+  // starting mirror has not created yet is simply not there yet.
+  bool WaitForCursor(const std::string& fold, uint64_t cursor) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      Exit e = Run({"status", "--fold", fold, "--json"});
+      if (e.code == 0 && json::parse(e.out)["cursor"].get<uint64_t>() >= cursor) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+
   json Status(const std::string& fold) {
     Exit e = Run({"status", "--fold", fold, "--json"});
     EXPECT_EQ(e.code, 0) << e.err;
@@ -174,11 +186,13 @@ TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
 // makes the mirror flush and exit 0.
 TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
   kv_.CreateBucket("live");
-  for (int i = 0; i < 20; ++i) kv_.Put("live", "k" + std::to_string(i), "v0");
+  uint64_t last = 0;
+  for (int i = 0; i < 20; ++i) last = kv_.Put("live", "k" + std::to_string(i), "v0");
   const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
   pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()},
                        out, err);
-  uint64_t last = 0;
+  // Once the mirror has created its fold, every read must succeed.
+  ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
   for (int round = 1; round <= 5; ++round) {
     for (int i = 0; i < 200; ++i) {
       last = kv_.Put("live", "k" + std::to_string(i % 50), "v" + std::to_string(round));
@@ -189,10 +203,7 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
     Exit d = Run({"dump", "--fold", Fold(), "--json"});
     ASSERT_EQ(d.code, 0) << d.err;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (Status(Fold())["cursor"] != last && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  EXPECT_TRUE(WaitForCursor(Fold(), last));
   kill(mirror, SIGTERM);
   EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
   EXPECT_EQ(Status(Fold())["cursor"], last);
