@@ -233,7 +233,17 @@ class ObjectStoreTransport final : public Transport {
     const uint64_t size = meta.value("size", uint64_t{0});
     const uint64_t chunks = meta.value("chunks", uint64_t{0});
     std::string out;
-    if (chunks > 0) {
+    if (chunks == 1) {
+      // One request, answered at once even when a concurrent swap purged the
+      // chunk (the pointer is always one chunk), where a consumer would wait
+      // out its timeout.
+      auto only = conn_->LastMessage(stream_, ChunkSubject(meta["nuid"].get<std::string>()));
+      if (!only.ok()) return only.status().WithContext("reading object " + name);
+      if (!*only) {
+        return Status::NotFound("object " + name + " in " + location_ + " has missing chunks");
+      }
+      out = std::move((*only)->data);
+    } else if (chunks > 1) {
       if (js_ == nullptr) {
         natsStatus s = natsConnection_JetStream(&js_, conn_->raw(), nullptr);
         if (s != NATS_OK) return Status::Internal("JetStream context: " + nats::NatsError(s));

@@ -277,7 +277,9 @@ Runner AddExportCommand(CLI::App& app) {
       "export", "Export a consistent snapshot of a fold as an artifact to dir:PATH or obj:BUCKET "
                 "(works on a stopped fold and beside a running mirror).");
   cmd->add_option("--fold", f->fold, "fold directory")->required();
-  cmd->add_option("--to", f->to, "dir:PATH or obj:BUCKET (obj: needs --server)")->required();
+  cmd->add_option("--to", f->to, "dir:PATH or obj:BUCKET (obj: needs --server)")
+      ->required()
+      ->check(kArtifactLocation);
   cmd->add_option("--sign-key", f->sign_key, "PEM Ed25519 private key to sign the manifest")
       ->check(CLI::ExistingFile);
   cmd->add_option("--keep", f->keep, "after exporting, prune to the newest K artifacts");
@@ -292,7 +294,9 @@ Runner AddSeedCommand(CLI::App& app) {
       "seed", "Fill an empty fold from the newest artifact (verified first); `kvfold mirror` "
               "then resumes from the artifact's cursor. Re-run after a kill to finish.");
   cmd->add_option("--fold", f->fold, "empty fold directory")->required();
-  cmd->add_option("--from", f->from, "dir:PATH or obj:BUCKET")->required();
+  cmd->add_option("--from", f->from, "dir:PATH or obj:BUCKET")
+      ->required()
+      ->check(kArtifactLocation);
   cmd->add_option("--artifact", f->artifact, "seed from this artifact instead of the latest");
   cmd->add_option("--bucket", f->bucket, "refuse an artifact of any other bucket");
   cmd->add_option("--trusted-key", f->trusted, "PEM Ed25519 public key to trust; repeatable")
@@ -308,7 +312,9 @@ Runner AddArtifactsCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("artifacts", "List, inspect, verify or prune artifacts.");
   cmd->require_subcommand(1);
   auto common = [&f](CLI::App* sub) {
-    sub->add_option("location", f->location, "dir:PATH or obj:BUCKET")->required();
+    sub->add_option("location", f->location, "dir:PATH or obj:BUCKET")
+        ->required()
+        ->check(kArtifactLocation);
     AddConnectFlags(sub, &f->connect, /*server_required=*/false);
   };
   CLI::App* list = cmd->add_subcommand("list", "One line per artifact, oldest cursor first.");
@@ -331,6 +337,7 @@ Runner AddArtifactsCommand(CLI::App& app) {
   common(prune);
   prune->add_option("--keep", f->keep, "how many to keep")->required()->check(CLI::PositiveNumber);
   return [f, list, inspect, verify, prune] {
+    KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", CheckConnectFlags(f->connect));
     if (list->parsed()) return RunList(*f);
     if (inspect->parsed()) return RunInspect(*f);
     if (verify->parsed()) return RunVerify(*f);

@@ -26,6 +26,13 @@ Status CheckConnectFlags(const ConnectOptions& o) {
   return Status::OK();
 }
 
+const CLI::Validator kArtifactLocation(
+    [](std::string& text) -> std::string {
+      if ((text.starts_with("dir:") || text.starts_with("obj:")) && text.size() > 4) return "";
+      return "artifact location \"" + text + "\" is neither dir:PATH nor obj:BUCKET";
+    },
+    "dir:PATH|obj:BUCKET");
+
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
   uint64_t n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);

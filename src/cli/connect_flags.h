@@ -16,6 +16,10 @@ void AddConnectFlags(CLI::App* cmd, ConnectOptions* options, bool server_require
 // InvalidArgument for combinations the flags cannot express alone.
 Status CheckConnectFlags(const ConnectOptions& options);
 
+// Refuses at parse time (exit 2) an artifact location that is neither
+// dir:PATH nor obj:BUCKET.
+extern const CLI::Validator kArtifactLocation;
+
 // "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise.
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
 

@@ -213,7 +213,8 @@ Runner AddMirrorCommand(CLI::App& app) {
                 "exit 0 once the fold reached the stream's last sequence at start");
   cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)");
   cmd->add_option("--export-to", flags->export_to,
-                  "export artifacts on a schedule to dir:PATH or obj:BUCKET");
+                  "export artifacts on a schedule to dir:PATH or obj:BUCKET")
+      ->check(kArtifactLocation);
   cmd->add_option("--export-every", flags->export_every,
                   "export period, e.g. 30s, 5m, 1h (one node per round, by lease)");
   cmd->add_option("--lease-bucket", flags->lease_bucket,

@@ -193,12 +193,14 @@ TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {
   auto a = ExportLease::Open(connect_, "leases");
   auto b = ExportLease::Open(connect_, "leases");
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));
-  EXPECT_FALSE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(800)));
-  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));  // renew
-  std::this_thread::sleep_for(milliseconds(900));
-  EXPECT_TRUE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(800)));
-  EXPECT_FALSE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(800)));
+  // Long leases where a check must not see them expire; one short one to
+  // watch expire, so a stalled test machine cannot flip an outcome.
+  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(60000)));
+  EXPECT_FALSE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(60000)));
+  EXPECT_TRUE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(500)));  // renew, shorter
+  std::this_thread::sleep_for(milliseconds(700));
+  EXPECT_TRUE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(60000)));
+  EXPECT_FALSE(*(*a)->TryAcquire("export.app", "node-a", milliseconds(60000)));
   // Racing for a free lease: exactly one of many wins.
   std::atomic<int> winners{0};
   std::vector<std::thread> racers;

@@ -151,6 +151,12 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
            {"mirror", "--server", server_.url(), "--bucket", "b.c", "--fold", Fold()},
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--user", "u"},
            {"dump", "--fold", Fold(), "--bogus"},
+           {"export", "--fold", Fold(), "--to", "ftp:x"},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--export-to", "x"},
+           {"seed", "--fold", Fold(), "--from", "dir:x", "--password", "p"},
+           {"artifacts", "list", "dir:x", "--user", "u"},
+           {"artifacts", "verify", "dir:x", "--require-signature"},
+           {"artifacts", "prune", "dir:x", "--keep", "0"},
            {"frobnicate"},
        }) {
     std::string joined;
@@ -159,7 +165,7 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
     EXPECT_EQ(e.code, 2) << joined << "\n" << e.err;
     EXPECT_FALSE(e.err.empty()) << joined;
   }
-  for (const char* cmd : {"mirror", "dump", "status"}) {
+  for (const char* cmd : {"mirror", "dump", "status", "export", "seed"}) {
     Exit e = Run({cmd, "--help"});
     EXPECT_EQ(e.code, 0) << cmd;
     EXPECT_NE(e.out.find("--fold"), std::string::npos) << cmd;
