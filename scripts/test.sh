@@ -2,8 +2,10 @@
 # The whole test suite, as CI runs it: installs dependencies, builds, runs
 # the unit + simulation tests and the live tests (each live test starts its
 # own nats-server on a free loopback port), then builds with ASan+UBSan and
-# runs the unit + simulation tests again under the sanitizers, and once per
-# mutation point to show each correctness step is guarded by a test.
+# runs the unit + simulation and the live tests again under the sanitizers
+# (nats.c calls back on its own threads: lifetime bugs show up there), and
+# the unit tests once per mutation point to show each correctness step is
+# guarded by a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"   # Debian installs nats-server in sbin
@@ -16,9 +18,9 @@ scripts/build.sh build
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build-asan -j2 --target kvfold_unit_tests
+cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-   ctest --output-on-failure -L unit)
+   ctest --output-on-failure -L 'unit|live')
 
 # Every correctness step has a test that fails without it (run-time switch).
 scripts/mutations.sh build-asan

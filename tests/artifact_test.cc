@@ -67,7 +67,7 @@ std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const st
 class ArtifactTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{});
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{}, TransportOptions{.create_if_missing = true});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     to_ = std::move(t).value();
     source_ = SourceFold(300);
@@ -264,6 +264,21 @@ TEST_F(ArtifactTest, TraversalNamesAreRefused) {
   ExpectSeedRefused("outside the artifact");
 }
 
+// Only an exporter creates a location; a reader of a missing one is told
+// so and nothing is created.
+TEST_F(ArtifactTest, AMissingDirectoryIsNotFoundAndNotCreated) {
+  const std::string missing = dir_.path() + "/typo";
+  auto t = OpenTransport("dir:" + missing, ConnectOptions{});
+  ASSERT_FALSE(t.ok());
+  EXPECT_TRUE(t.status().IsNotFound()) << t.status().ToString();
+  EXPECT_NE(t.status().message().find("no artifact directory at " + missing), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  auto created = OpenTransport("dir:" + missing, ConnectOptions{},
+                               TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(created.ok());
+  EXPECT_TRUE(std::filesystem::is_directory(missing));
+}
+
 TEST_F(ArtifactTest, ListInspectAndPruneKeepThePointer) {
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
@@ -312,8 +327,11 @@ TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
 // Two exporters race on one directory: the pointer ends at the highest
 // cursor and a reader never sees it go back.
 TEST_F(ArtifactTest, ConcurrentExportersNeverMoveThePointerBackward) {
-  RacePointer([&] { return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{})).value(); },
-              200);
+  RacePointer(
+      [&] {
+        return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{}, TransportOptions{.create_if_missing = true})).value();
+      },
+      200);
 }
 
 // A seed killed at any commit leaves a fold the watcher refuses, and a

@@ -66,11 +66,18 @@ class Transport {
 // absolute path) is InvalidArgument.
 Status ValidateObjectName(std::string_view name);
 
-// Opens "dir:<path>" (created when missing) or "obj:<bucket>" (the stream
-// OBJ_<bucket> is created when missing; needs `connect`). InvalidArgument
-// for any other form.
+struct TransportOptions {
+  // Create the directory or the object store bucket (stream OBJ_<bucket>)
+  // when missing. Exporters set it; a reader of a missing location gets
+  // NotFound and nothing is created (a typo never leaves a stream behind).
+  bool create_if_missing = false;
+};
+
+// Opens "dir:<path>" or "obj:<bucket>" (on the server `connect` names).
+// InvalidArgument for any other form.
 StatusOr<std::unique_ptr<Transport>> OpenTransport(const std::string& location,
-                                                   const ConnectOptions& connect);
+                                                   const ConnectOptions& connect,
+                                                   const TransportOptions& options = {});
 
 }  // namespace kvfold
 

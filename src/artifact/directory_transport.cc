@@ -168,10 +168,15 @@ class DirectoryTransport final : public Transport {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root) {
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root,
+                                                            bool create_if_missing) {
   std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) return Status::IOError("creating artifact directory " + root + ": " + ec.message());
+  if (create_if_missing) {
+    fs::create_directories(root, ec);
+    if (ec) return Status::IOError("creating artifact directory " + root + ": " + ec.message());
+  } else if (!fs::exists(root, ec)) {
+    return Status::NotFound("no artifact directory at " + root);
+  }
   if (!fs::is_directory(root, ec)) {
     return Status::InvalidArgument("artifact location " + root + " is not a directory");
   }

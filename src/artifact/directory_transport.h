@@ -13,7 +13,9 @@
 
 namespace kvfold::artifact {
 
-StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root);
+// NotFound when `root` is missing and `create_if_missing` is false.
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root,
+                                                            bool create_if_missing);
 
 }  // namespace kvfold::artifact
 

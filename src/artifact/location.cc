@@ -34,12 +34,14 @@ Status ValidateObjectName(std::string_view name) {
 }
 
 StatusOr<std::unique_ptr<Transport>> OpenTransport(const std::string& location,
-                                                   const ConnectOptions& connect) {
+                                                   const ConnectOptions& connect,
+                                                   const TransportOptions& options) {
   if (location.starts_with("dir:") && location.size() > 4) {
-    return artifact::OpenDirectoryTransport(location.substr(4));
+    return artifact::OpenDirectoryTransport(location.substr(4), options.create_if_missing);
   }
   if (location.starts_with("obj:") && location.size() > 4) {
-    return artifact::OpenObjectStoreTransport(connect, location.substr(4));
+    return artifact::OpenObjectStoreTransport(connect, location.substr(4),
+                                              options.create_if_missing);
   }
   return Status::InvalidArgument("artifact location \"" + location +
                                  "\" is neither dir:<path> nor obj:<bucket>");

@@ -49,7 +49,16 @@ class ObjectStoreTransport final : public Transport {
     if (js_ != nullptr) jsCtx_Destroy(js_);
   }
 
-  Status Init() {
+  Status Init(bool create_if_missing) {
+    if (!create_if_missing) {
+      auto info = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
+      if (info.ok()) return Status::OK();
+      if (info.status().IsNotFound()) {
+        return Status::NotFound("object store bucket " + bucket_ + " does not exist on " +
+                                conn_->url());
+      }
+      return info.status().WithContext("object store " + bucket_);
+    }
     json cfg = {{"name", stream_},
                 {"subjects", {"$O." + bucket_ + ".C.>", "$O." + bucket_ + ".M.>"}},
                 {"retention", "limits"},
@@ -297,12 +306,13 @@ class ObjectStoreTransport final : public Transport {
 }  // namespace
 
 StatusOr<std::unique_ptr<Transport>> OpenObjectStoreTransport(const ConnectOptions& connect,
-                                                              const std::string& bucket) {
+                                                              const std::string& bucket,
+                                                              bool create_if_missing) {
   KVFOLD_RETURN_IF_ERROR(ValidateBucketName(bucket).WithContext("object store"));
   auto conn = nats::NatsConnection::Connect(connect);
   if (!conn.ok()) return conn.status();
   auto t = std::make_unique<ObjectStoreTransport>(*conn, bucket);
-  KVFOLD_RETURN_IF_ERROR(t->Init());
+  KVFOLD_RETURN_IF_ERROR(t->Init(create_if_missing));
   return std::unique_ptr<Transport>(std::move(t));
 }
 

@@ -19,8 +19,10 @@
 
 namespace kvfold::artifact {
 
+// NotFound when the stream is missing and `create_if_missing` is false.
 StatusOr<std::unique_ptr<Transport>> OpenObjectStoreTransport(const ConnectOptions& connect,
-                                                              const std::string& bucket);
+                                                              const std::string& bucket,
+                                                              bool create_if_missing);
 
 }  // namespace kvfold::artifact
 

@@ -99,7 +99,7 @@ int RunExport(const ExportFlags& f) {
   fo.read_only = true;  // a consistent snapshot also works beside a running mirror
   auto fold = OpenRocksFold(f.fold, fo);
   if (!fold.ok()) return Report("export", fold.status());
-  auto to = OpenTransport(f.to, f.connect);
+  auto to = OpenTransport(f.to, f.connect, TransportOptions{.create_if_missing = true});
   if (!to.ok()) return Report("export", to.status());
   ExportOptions options;
   options.sign_key_file = f.sign_key;

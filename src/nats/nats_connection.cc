@@ -1,8 +1,22 @@
 #include "nats/nats_connection.h"
 
+#include <unordered_map>
+
 #include "core/base64.h"
 
 namespace kvfold::nats {
+namespace {
+
+std::mutex registry_mu;
+uintptr_t next_callback_id = 1;
+
+// Never destroyed: a late callback may run while the process exits.
+std::unordered_map<uintptr_t, std::weak_ptr<void>>& Registry() {
+  static auto* registry = new std::unordered_map<uintptr_t, std::weak_ptr<void>>();
+  return *registry;
+}
+
+}  // namespace
 
 std::string NatsError(natsStatus s) {
   std::string out = natsStatus_GetText(s);
@@ -37,9 +51,15 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
   natsOptions_SetTimeout(o, options.timeout.count());
   natsOptions_SetMaxReconnect(o, -1);
   natsOptions_SetReconnectWait(o, 500);
-  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, c.get());
-  natsOptions_SetReconnectedCB(o, &NatsConnection::OnReconnected, c.get());
-  natsOptions_SetErrorHandler(o, &NatsConnection::OnError, c.get());
+  {
+    std::lock_guard lock(registry_mu);
+    c->callback_id_ = next_callback_id++;
+    Registry()[c->callback_id_] = c->state_;
+  }
+  void* closure = reinterpret_cast<void*>(c->callback_id_);
+  natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, closure);
+  natsOptions_SetReconnectedCB(o, &NatsConnection::OnReconnected, closure);
+  natsOptions_SetErrorHandler(o, &NatsConnection::OnError, closure);
   if (!options.creds_file.empty() &&
       (s = natsOptions_SetUserCredentialsFromFiles(
            o, options.creds_file.c_str(), nullptr)) != NATS_OK) {
@@ -88,27 +108,37 @@ NatsConnection::~NatsConnection() {
     natsConnection_Destroy(conn_);
   }
   if (opts_ != nullptr) natsOptions_Destroy(opts_);
+  std::lock_guard lock(registry_mu);
+  Registry().erase(callback_id_);
+}
+
+std::shared_ptr<NatsConnection::CallbackState> NatsConnection::FindState(void* closure) {
+  std::lock_guard lock(registry_mu);
+  auto it = Registry().find(reinterpret_cast<uintptr_t>(closure));
+  if (it == Registry().end()) return nullptr;
+  return std::static_pointer_cast<CallbackState>(it->second.lock());
 }
 
 void NatsConnection::OnDisconnected(natsConnection*, void* closure) {
-  static_cast<NatsConnection*>(closure)->generation_.fetch_add(1);
+  if (auto state = FindState(closure)) state->generation.fetch_add(1);
 }
 
 void NatsConnection::OnReconnected(natsConnection*, void* closure) {
-  static_cast<NatsConnection*>(closure)->generation_.fetch_add(1);
+  if (auto state = FindState(closure)) state->generation.fetch_add(1);
 }
 
 void NatsConnection::OnError(natsConnection*, natsSubscription* sub,
                              natsStatus err, void* closure) {
   if (err != NATS_SLOW_CONSUMER || sub == nullptr) return;
-  auto* self = static_cast<NatsConnection*>(closure);
-  std::lock_guard lock(self->mu_);
-  self->slow_.insert(sub);
+  auto state = FindState(closure);
+  if (!state) return;
+  std::lock_guard lock(state->mu);
+  state->slow.insert(sub);
 }
 
 bool NatsConnection::TakeSlowConsumer(natsSubscription* sub) {
-  std::lock_guard lock(mu_);
-  return slow_.erase(sub) > 0;
+  std::lock_guard lock(state_->mu);
+  return state_->slow.erase(sub) > 0;
 }
 
 StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,

@@ -43,7 +43,7 @@ class NatsConnection {
 
   // Bumped on every disconnect and reconnect: a delivery opened under an
   // older generation may have lost messages or its server-side consumer.
-  uint64_t generation() const { return generation_.load(); }
+  uint64_t generation() const { return state_->generation.load(); }
 
   // True once after nats.c reported `sub` as a slow consumer.
   bool TakeSlowConsumer(natsSubscription* sub);
@@ -76,6 +76,17 @@ class NatsConnection {
  private:
   NatsConnection() = default;
 
+  // What nats.c's callbacks update. nats.c may still run a callback after
+  // natsConnection_Destroy returns (its own thread holds the connection), so
+  // a callback finds this by `callback_id_` in a registry and does nothing
+  // once the connection is gone, instead of being handed a raw pointer.
+  struct CallbackState {
+    std::atomic<uint64_t> generation{0};
+    std::mutex mu;
+    std::set<natsSubscription*> slow;
+  };
+  static std::shared_ptr<CallbackState> FindState(void* closure);
+
   static void OnDisconnected(natsConnection*, void* closure);
   static void OnReconnected(natsConnection*, void* closure);
   static void OnError(natsConnection*, natsSubscription* sub, natsStatus err,
@@ -85,9 +96,8 @@ class NatsConnection {
   natsOptions* opts_ = nullptr;
   std::chrono::milliseconds timeout_{5000};
   std::string url_;
-  std::atomic<uint64_t> generation_{0};
-  std::mutex mu_;
-  std::set<natsSubscription*> slow_;
+  std::shared_ptr<CallbackState> state_ = std::make_shared<CallbackState>();
+  uintptr_t callback_id_ = 0;
 };
 
 // "<natsStatus text>: <nats.c's last error>" for messages.

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   }
   auto fold = kvfold::NewMemoryFold();
   kvfold::Status s = fold->Commit(kvfold::golden::V1Fold());
-  auto to = kvfold::OpenTransport(std::string("dir:") + argv[1], kvfold::ConnectOptions{});
+  auto to = kvfold::OpenTransport(std::string("dir:") + argv[1], kvfold::ConnectOptions{},
+                                  kvfold::TransportOptions{.create_if_missing = true});
   if (!s.ok() || !to.ok()) return 1;
   auto m = kvfold::ExportArtifact(*fold, **to, kvfold::golden::V1Options());
   if (!m.ok()) {

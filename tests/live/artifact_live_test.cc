@@ -82,7 +82,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
   int n = 0;
   for (const std::string& loc : {"dir:" + dir_.path() + "/arts", std::string("obj:snapshots")}) {
     SCOPED_TRACE(loc);
-    auto to = OpenTransport(loc, connect_);
+    auto to = OpenTransport(loc, connect_, TransportOptions{.create_if_missing = true});
     ASSERT_TRUE(to.ok()) << to.status().ToString();
     ExportOptions eo;
     eo.chunk_raw_bytes = 8192;
@@ -126,7 +126,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
 // What kvfold writes to obj:BUCKET is a NATS object store: read it back
 // with nothing but JetStream and check the ADR-20 layout.
 TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
-  auto to = OpenTransport("obj:interop", connect_);
+  auto to = OpenTransport("obj:interop", connect_, TransportOptions{.create_if_missing = true});
   ASSERT_TRUE(to.ok());
   std::string payload(300 * 1024 + 17, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>((i * 131) % 251);
@@ -186,7 +186,24 @@ TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
 }
 
 TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
-  RacePointer([&] { return std::move(OpenTransport("obj:race", connect_)).value(); }, 60);
+  RacePointer(
+      [&] { return std::move(OpenTransport("obj:race", connect_, TransportOptions{.create_if_missing = true})).value(); }, 60);
+}
+
+// nats.c runs a closed connection's disconnect callback on its own thread,
+// possibly after the connection object is gone; opening and dropping many
+// connections must never touch freed memory (this fails under ASan when a
+// callback is handed a raw pointer to the connection).
+TEST_F(ArtifactLiveTest, ConnectionsOpenedAndDroppedRepeatedlyCloseCleanly) {
+  auto first = OpenTransport("obj:churn", connect_, TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(first.ok());
+  first->reset();
+  for (int i = 0; i < 400; ++i) {
+    auto t = OpenTransport("obj:churn", connect_);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    auto pointer = (*t)->ReadPointer();
+    ASSERT_TRUE(pointer.ok() && !*pointer);
+  }
 }
 
 TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {

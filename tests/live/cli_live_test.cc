@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -183,6 +184,18 @@ TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
   Exit missing = Run({"mirror", "--server", server_.url(), "--bucket", "nope", "--fold", Fold()});
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("bucket nope does not exist"), std::string::npos) << missing.err;
+  // Reading a location that does not exist names it and creates nothing.
+  for (int again = 0; again < 2; ++again) {
+    Exit list = Run({"artifacts", "list", "obj:nope", "--server", server_.url()});
+    EXPECT_EQ(list.code, 1);
+    EXPECT_NE(list.err.find("object store bucket nope does not exist"), std::string::npos)
+        << list.err;
+  }
+  Exit seed = Run({"seed", "--fold", Fold("seeded"), "--from", "dir:" + Fold("no-arts")});
+  EXPECT_EQ(seed.code, 1);
+  EXPECT_NE(seed.err.find("no artifact directory at"), std::string::npos) << seed.err;
+  EXPECT_FALSE(std::filesystem::exists(Fold("no-arts")));
+  EXPECT_FALSE(std::filesystem::exists(Fold("seeded")));
   Exit status = Run({"status", "--fold", Fold("never")});
   EXPECT_EQ(status.code, 1);
   EXPECT_NE(status.err.find("no fold at"), std::string::npos) << status.err;

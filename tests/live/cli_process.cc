@@ -1,6 +1,8 @@
 #include "live/cli_process.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +22,12 @@ pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path
   argv.push_back(nullptr);
   const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
+    // A test process that dies never leaves a mirror running.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     dup2(out, 1);
     dup2(err, 2);
     execv(cli.c_str(), argv.data());

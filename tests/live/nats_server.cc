@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,8 +54,12 @@ void NatsServer::Start() {
   static const char kNoServer[] =
       "cannot start nats-server: install the nats-server package "
       "(scripts/install-deps.sh) or set KVFOLD_NATS_SERVER\n";
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // A test process that dies (a crash, a timeout) takes its server along.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
     execlp(bin.c_str(), bin.c_str(), "-js", "-a", "127.0.0.1", "-p", port.c_str(), "-sd",
            store.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
     (void)!write(2, kNoServer, sizeof(kNoServer) - 1);
