@@ -67,7 +67,10 @@ class CliLiveTest : public ::testing::Test {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < deadline) {
       Exit e = Run({"status", "--fold", fold, "--json"});
-      if (e.code == 0 && json::parse(e.out)["cursor"].get<uint64_t>() >= cursor) return true;
+      if (e.code == 0) {
+        const json c = json::parse(e.out)["cursor"];  // null until the first commit
+        if (c.is_number_unsigned() && c.get<uint64_t>() >= cursor) return true;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
