@@ -238,6 +238,16 @@ TEST(RocksFoldTest, CreationCutShortIsFinishedByTheNextWriter) {
   }
   auto f = OpenRocksFold(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
+  // Files that only look alike are someone else's: never written into.
+  for (const char* name : {"app.log", "LOG.old.x", "MANIFEST-final"}) {
+    const std::string other = dir.path() + "/other-" + name;
+    std::filesystem::create_directories(other);
+    std::ofstream(other + "/LOCK") << "";
+    std::ofstream(other + "/" + name) << "";
+    auto refused = OpenRocksFold(other);
+    EXPECT_TRUE(refused.status().IsFailedPrecondition()) << name;
+    EXPECT_FALSE(std::filesystem::exists(other + "/CURRENT")) << name;
+  }
   FoldCommit c;
   c.cursor = 3;
   ASSERT_TRUE((*f)->Commit(c).ok());

@@ -234,19 +234,33 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     return meta;
 }
 
-// True when every file in `dir` is one RocksDB writes while creating a
-// database before CURRENT exists: what a writer killed mid-creation leaves.
+bool AllDigits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// True when `dir` holds RocksDB's LOCK and otherwise only files RocksDB
+// writes while creating a database before CURRENT exists: what a writer
+// killed mid-creation leaves. Strict names, so a directory of someone's
+// *.log files is never taken for one.
 bool OnlyCreationLeftovers(const std::string& dir) {
   std::error_code ec;
+  bool lock = false;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const bool leftover = name == "LOCK" || name == "LOG" || name == "IDENTITY" ||
-                          name.starts_with("LOG.old.") || name.starts_with("MANIFEST-") ||
-                          name.starts_with("OPTIONS-") || name.ends_with(".dbtmp") ||
-                          name.ends_with(".log");
+    std::string_view n = name;
+    if (n.ends_with(".dbtmp")) n.remove_suffix(6);
+    const bool numbered = [&] {
+      for (std::string_view prefix : {"LOG.old.", "MANIFEST-", "OPTIONS-"}) {
+        if (n.starts_with(prefix)) return AllDigits(n.substr(prefix.size()));
+      }
+      return n.ends_with(".log") && AllDigits(n.substr(0, n.size() - 4));
+    }();
+    lock = lock || name == "LOCK";
+    const bool leftover = name == "LOCK" || name == "LOG" || name == "IDENTITY" || numbered ||
+                          AllDigits(n);  // <number>.dbtmp
     if (!leftover || !e.is_regular_file(ec)) return false;
   }
-  return !ec;
+  return !ec && lock;
 }
 
 // Refuses a directory that holds files but no RocksDB database, so a typo
