@@ -73,7 +73,8 @@ void BM_Seed(benchmark::State& state) {
     state.PauseTiming();
     FoldOptions o;
     o.sync = false;
-    auto fold = std::move(OpenRocksFold(dir.path() + "/seeded" + std::to_string(round++), o)).value();
+    const std::string path = dir.path() + "/seeded" + std::to_string(round++);
+    auto fold = std::move(OpenRocksFold(path, o)).value();
     state.ResumeTiming();
     auto m = SeedFold(*fold, *arts, SeedOptions{});
     if (!m.ok() || m->entry_count != kKeys) state.SkipWithError("seed failed");

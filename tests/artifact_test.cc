@@ -67,7 +67,8 @@ std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const st
 class ArtifactTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{}, TransportOptions{.create_if_missing = true});
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
+                           TransportOptions{.create_if_missing = true});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     to_ = std::move(t).value();
     source_ = SourceFold(300);
@@ -329,7 +330,9 @@ TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
 TEST_F(ArtifactTest, ConcurrentExportersNeverMoveThePointerBackward) {
   RacePointer(
       [&] {
-        return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{}, TransportOptions{.create_if_missing = true})).value();
+        return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
+                                       TransportOptions{.create_if_missing = true}))
+            .value();
       },
       200);
 }

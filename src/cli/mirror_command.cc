@@ -72,7 +72,8 @@ class ScheduledExport {
       }
       if (!*won) continue;  // another node exports this round
       if (!to) {
-        auto t = OpenTransport(f_.export_to, f_.connect, TransportOptions{.create_if_missing = true});
+        auto t = OpenTransport(f_.export_to, f_.connect,
+                               TransportOptions{.create_if_missing = true});
         if (!t.ok()) {
           Log(t.status().ToString());
           continue;

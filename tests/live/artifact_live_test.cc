@@ -187,7 +187,12 @@ TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
 
 TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
   RacePointer(
-      [&] { return std::move(OpenTransport("obj:race", connect_, TransportOptions{.create_if_missing = true})).value(); }, 60);
+      [&] {
+        return std::move(
+                   OpenTransport("obj:race", connect_, TransportOptions{.create_if_missing = true}))
+            .value();
+      },
+      60);
 }
 
 // nats.c runs a closed connection's disconnect callback on its own thread,
