@@ -13,36 +13,42 @@ StreamState Stream(uint64_t first, uint64_t last, std::string created = "t1") {
   return s;
 }
 
+WindowFault Check(const StreamState& s, std::optional<uint64_t> frontier,
+                  const std::string& created, std::string* why = nullptr) {
+  std::string ignored;
+  return CheckWindow("b", s, frontier, created, why != nullptr ? why : &ignored);
+}
+
 TEST(WindowTest, ResumableWhenNextSequenceIsRetained) {
-  EXPECT_TRUE(CheckWindow("b", Stream(1, 10), 5, "t1").ok());
-  EXPECT_TRUE(CheckWindow("b", Stream(6, 10), 5, "t1").ok());   // first == C+1
-  EXPECT_TRUE(CheckWindow("b", Stream(11, 10), 10, "t1").ok()); // empty tail
+  EXPECT_EQ(Check(Stream(1, 10), 5, "t1"), WindowFault::kNone);
+  EXPECT_EQ(Check(Stream(6, 10), 5, "t1"), WindowFault::kNone);    // first == C+1
+  EXPECT_EQ(Check(Stream(11, 10), 10, "t1"), WindowFault::kNone);  // empty tail
 }
 
 TEST(WindowTest, ExpiredWhenRetentionPassedTheCursor) {
-  Status s = CheckWindow("b", Stream(7, 10), 5, "t1");
-  ASSERT_TRUE(s.IsCursorExpired());
-  EXPECT_NE(s.message().find("retains sequences from 7"), std::string::npos);
-  EXPECT_NE(s.message().find("needs everything from 6"), std::string::npos);
+  std::string why;
+  ASSERT_EQ(Check(Stream(7, 10), 5, "t1", &why), WindowFault::kExpired);
+  EXPECT_NE(why.find("retains sequences from 7"), std::string::npos);
+  EXPECT_NE(why.find("needs everything from 6"), std::string::npos);
 }
 
-TEST(WindowTest, ExpiredWhenStreamWentBackward) {
-  Status s = CheckWindow("b", Stream(1, 4), 5, "t1");
-  ASSERT_TRUE(s.IsCursorExpired());
-  EXPECT_NE(s.message().find("ends at sequence 4"), std::string::npos);
+TEST(WindowTest, RecreatedWhenStreamWentBackward) {
+  std::string why;
+  ASSERT_EQ(Check(Stream(1, 4), 5, "t1", &why), WindowFault::kRecreated);
+  EXPECT_NE(why.find("ends at sequence 4"), std::string::npos);
 }
 
-TEST(WindowTest, ExpiredWhenStreamWasRecreated) {
-  Status s = CheckWindow("b", Stream(1, 100), 5, "t2");
-  EXPECT_TRUE(s.IsCursorExpired());
-  EXPECT_NE(s.message().find("recreated"), std::string::npos);
+TEST(WindowTest, RecreatedWhenIdentityDiffers) {
+  std::string why;
+  EXPECT_EQ(Check(Stream(1, 100), 5, "t2", &why), WindowFault::kRecreated);
+  EXPECT_NE(why.find("recreated"), std::string::npos);
   // Identity matters even without a cursor.
-  EXPECT_TRUE(CheckWindow("b", Stream(1, 100), std::nullopt, "t2").IsCursorExpired());
+  EXPECT_EQ(Check(Stream(1, 100), std::nullopt, "t2"), WindowFault::kRecreated);
 }
 
 TEST(WindowTest, StateSyncNeedsNoWindow) {
-  EXPECT_TRUE(CheckWindow("b", Stream(50, 100), std::nullopt, "").ok());
-  EXPECT_TRUE(CheckWindow("b", Stream(50, 100), std::nullopt, "t1").ok());
+  EXPECT_EQ(Check(Stream(50, 100), std::nullopt, ""), WindowFault::kNone);
+  EXPECT_EQ(Check(Stream(50, 100), std::nullopt, "t1"), WindowFault::kNone);
 }
 
 }  // namespace

@@ -47,7 +47,10 @@ struct BucketMessage {
   Op op = Op::kPut;
   std::string value;
   uint64_t seq = 0;      // stream sequence = the entry's revision
-  uint64_t pending = 0;  // messages the consumer still had to deliver after this
+  // What the consumer said it still had to deliver after this. A hint only:
+  // nats-server 2.10+ updates it asynchronously and a clustered consumer
+  // may lag, so nothing that decides the cursor may rest on it.
+  uint64_t pending = 0;
 };
 
 // Where an ordered delivery starts.
@@ -71,15 +74,6 @@ struct DeliveryEvent {
   std::string reason;
 };
 
-// The server's view of a delivery, for proving the watcher has received
-// everything in scope up to some sequence.
-struct DeliveryProgress {
-  // True when every message the server has for this delivery, as of the
-  // call, has already been returned by Next: nothing is pending on the
-  // server and nothing sent is still in flight.
-  bool drained = false;
-};
-
 class Delivery {
  public:
   Delivery() = default;
@@ -93,8 +87,6 @@ class Delivery {
   // delivery's scope may arrive (a server may not filter); callers filter.
   // A non-OK Status is a fault the caller should not retry on this Delivery.
   virtual StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) = 0;
-
-  virtual StatusOr<DeliveryProgress> Progress() = 0;
 };
 
 class BucketSource {
@@ -114,9 +106,19 @@ class BucketSource {
   virtual StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
                                                    const Scope& scope) = 0;
 
+  // The sequence of the first message the stream still retains at or after
+  // `from_seq` whose subject matches one of the server-side filters of
+  // `scope` (a superset of the scope's keys: exactly what a delivery of
+  // `scope` may send), or nullopt when there is none. Answered by the
+  // stream's store (STREAM.MSG.GET with next_by_subj), never by consumer
+  // counters: this is what proves nothing in scope is still on its way.
+  virtual StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
+                                                                 uint64_t from_seq) = 0;
+
   // Calls fn(key, revision) for every key in `scope` whose latest message is
-  // a put, headers only, then returns the stream's last sequence at the time
-  // the listing was taken in *last_seq.
+  // a put, headers only, in no particular order, then returns in *last_seq
+  // the stream's last sequence read *before* the listing began: every
+  // message at or below it is reflected in the listing.
   virtual Status ListKeys(
       const Scope& scope,
       const std::function<Status(std::string_view key, uint64_t revision)>& fn,

@@ -50,6 +50,14 @@ struct FoldMeta {
   // Set while a seed is applying artifact chunks (entries without a cursor
   // yet): the artifact id, so a re-run can finish the same seed.
   std::string seeding;
+  // The eviction memo (SPEC §4): set once this fold has seen its bucket
+  // evict current values, and never cleared. A key that aged out stays
+  // missing from key listings even after the limit is removed, so a listing
+  // is never taken for the truth again.
+  bool eviction_observed = false;
+  // One line on the last repair (policy, outcome, numbers, UTC time), for
+  // `kvfold status`. "" when none ran.
+  std::string last_repair;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };
@@ -63,9 +71,16 @@ struct FoldCommit {
   std::optional<std::vector<std::string>> scope;
   std::optional<std::string> stream_created;
   std::optional<std::string> seeding;  // "" clears it
+  std::optional<bool> eviction_observed;  // true only: the memo is permanent
+  std::optional<std::string> last_repair;
+  // Lets the cursor move backward, together with a new stream_created: a
+  // fold rebuilt against a recreated stream starts that stream's sequences
+  // over. Default: false (a lower cursor is refused).
+  bool rebase = false;
 
   bool empty() const {
-    return entries.empty() && !cursor && !bucket && !scope && !stream_created && !seeding;
+    return entries.empty() && !cursor && !bucket && !scope && !stream_created && !seeding &&
+           !eviction_observed && !last_repair;
   }
 };
 
@@ -99,6 +114,12 @@ class Fold {
       std::string_view prefix, bool include_tombstones,
       const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
 
+  // As Scan, over every entry whose key is >= `start_key` (all keys when
+  // it is ""). Repair walks a fold in key order with it, page by page.
+  virtual Status ScanFrom(
+      std::string_view start_key, bool include_tombstones,
+      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
+
   // The metadata as of the last commit.
   virtual StatusOr<FoldMeta> ReadMeta() = 0;
 
@@ -107,7 +128,9 @@ class Fold {
 
   // Writes `commit` atomically and, with the durable sync policy, durably.
   // On failure nothing of it is visible. A cursor lower than the stored one
-  // is refused (FailedPrecondition): the cursor never moves backward.
+  // is refused (FailedPrecondition): the cursor never moves backward,
+  // unless the commit rebases the fold onto a new stream (FoldCommit::rebase
+  // with stream_created set).
   virtual Status Commit(const FoldCommit& commit) = 0;
 };
 

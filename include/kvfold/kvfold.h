@@ -12,6 +12,8 @@
 #include "kvfold/status.h"
 #include "kvfold/artifact.h"
 #include "kvfold/lease.h"
+#include "kvfold/repair.h"
+#include "kvfold/retention.h"
 #include "kvfold/transport.h"
 #include "kvfold/watcher.h"
 

@@ -10,9 +10,15 @@
 // Before it creates a consumer, and again after, the watcher checks that the
 // stream still retains everything after the cursor (first_seq <= cursor + 1),
 // that last_seq >= cursor, and that the stream is the one the fold came from.
-// NATS clamps a too-low start sequence silently; this check is what turns that
-// into Status::CursorExpired. Repair policies are not applied yet: an expired
-// cursor ends the watch with the fold untouched.
+// NATS clamps a too-low start sequence silently; this check is what notices.
+// While watching, the floor guard checks the same of the *frontier* (the
+// highest sequence through which everything in scope has arrived) on a
+// timer, and proves quiet stretches empty by asking the stream's store, not
+// consumer counters. When either fails, or the fold is unanchored, or the
+// stream was recreated, the watcher folds what it received, flushes, and
+// repairs by WatchOptions::repair (see repair.h), then resumes. A repair that
+// is refused, or finds no usable artifact within repair_timeout, ends the
+// watch with Status::CursorExpired and the fold as it was.
 //
 // Thread safety: one Watch per Fold at a time. Readers may read the fold
 // concurrently. Stop a watch from any thread through WatchOptions::stop.
@@ -29,10 +35,20 @@
 #include "kvfold/bucket.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
+#include "kvfold/repair.h"
 #include "kvfold/scope.h"
 #include "kvfold/status.h"
 
 namespace kvfold {
+
+// Where a change comes from.
+enum class ChangeOrigin {
+  kLive,       // a delivered message (also a state sync's)
+  kRelist,     // a key-listing diff deleted a key the bucket no longer lists
+  kRestore,    // taken from an artifact, or deleted by a restore
+  kReconcile,  // the periodic key-set diff deleted a key
+};
+std::string_view ChangeOriginName(ChangeOrigin origin);  // "live", "relist", ...
 
 // One change to the fold, as the apply hook sees it. The views are valid
 // only during the hook call.
@@ -40,8 +56,11 @@ struct Change {
   std::string_view key;
   Op op = Op::kPut;
   std::string_view value;      // empty for delete and purge
-  uint64_t revision = 0;       // > previous_revision, always
+  // > previous_revision, except when a fold is rebuilt against a recreated
+  // stream (whose sequences start over).
+  uint64_t revision = 0;
   uint64_t previous_revision = 0;  // the key's last revision in the fold, 0 if none
+  ChangeOrigin origin = ChangeOrigin::kLive;
 };
 
 struct WatchOptions {
@@ -83,12 +102,41 @@ struct WatchOptions {
   std::chrono::milliseconds reconnect_backoff_min{1000};
   std::chrono::milliseconds reconnect_backoff_max{30000};
 
-  // After this long without a message, prove progress with the server and
-  // advance the cursor past stretches with nothing in scope. Default: 1 s.
+  // After at most this long without a message, prove progress with the
+  // server and advance the cursor past stretches with nothing in scope;
+  // sooner when the stream's head approaches the frontier. Default: 1 s.
   std::chrono::milliseconds idle_probe{1000};
 
+  // What to do when retention evicted history the fold needs (see repair.h
+  // and SPEC §5). Default: kAuto, which is never lossy.
+  ExpiryRepair repair = ExpiryRepair::kAuto;
+
+  // Where Restore finds artifacts. Not owned; must outlive the watch.
+  // Default: none (a repair that needs Restore is refused).
+  ArtifactSource* artifacts = nullptr;
+
+  // How long a Restore that finds no usable artifact (none yet, stale,
+  // outside retention) keeps retrying, with backoff, before the watch ends
+  // with CursorExpired. Default: 10 min.
+  std::chrono::milliseconds repair_timeout{600000};
+
+  // Run a key-set diff this often, removing keys whose delete markers were
+  // purged while this node was behind (only where the key listing is the
+  // truth; skipped with a log line elsewhere). Default: 0 (never).
+  std::chrono::milliseconds reconcile_every{0};
+
+  // While the frontier trails what has arrived, check the stream's floor at
+  // most this often. Default: 50 ms.
+  std::chrono::milliseconds floor_check{50};
+
+  // A key listing holds this many keys in memory, then spills to a
+  // temporary RocksDB under `spill_dir` ("" = the system's temporary
+  // directory). Default: 100000.
+  size_t listing_memory_keys = 100000;
+  std::string spill_dir;
+
   // Receives one line for each notable event (a delivery reset, a retried
-  // commit). Default: none.
+  // commit, every repair decision with its reason). Default: none.
   std::function<void(std::string_view)> log;
 
   // Time source. Default: the real clock. Not owned.
@@ -96,9 +144,9 @@ struct WatchOptions {
 };
 
 // Runs the watch described above. Returns OK when stopped or caught up;
-// CursorExpired when retention evicted history the fold needs or the stream
-// was recreated; FailedPrecondition when the fold belongs to another bucket
-// or scope; the store's error after max_commit_failures; the apply hook's
+// CursorExpired when a needed repair was refused or found no usable
+// artifact in time (the message names the choices); FailedPrecondition when
+// the fold belongs to another bucket or scope; the store's error after max_commit_failures; the apply hook's
 // error. `source` and `fold` are not owned and must outlive the call.
 Status Watch(BucketSource& source, Fold& fold, const WatchOptions& options);
 

@@ -16,6 +16,8 @@
 #include "kvfold/connection.h"
 #include "kvfold/lease.h"
 #include "kvfold/fold.h"
+#include "kvfold/repair.h"
+#include "kvfold/transport.h"
 #include "kvfold/watcher.h"
 
 namespace kvfold::cli {
@@ -35,6 +37,12 @@ struct MirrorFlags {
   std::string lease_bucket = "kvfold-leases";
   std::string sign_key;
   size_t keep = 0;
+  std::string repair = "auto";
+  std::string artifacts;
+  std::string repair_timeout = "10m";
+  std::string reconcile_every;
+  std::vector<std::string> trusted_keys;
+  bool require_signature = false;
 };
 
 // Scheduled export beside the watch: every round, the node that wins the
@@ -104,6 +112,41 @@ class ScheduledExport {
   std::thread thread_;
 };
 
+// The --artifacts location, opened when a restore first needs it: a
+// location the first exporter has not created yet is "no artifact yet",
+// which a restore waits out, not a reason to refuse to start.
+class LazyArtifactSource final : public ArtifactSource {
+ public:
+  LazyArtifactSource(std::string location, ConnectOptions connect, VerifyOptions verify)
+      : location_(std::move(location)), connect_(std::move(connect)), verify_(std::move(verify)) {}
+
+  const std::string& location() const override { return location_; }
+
+  StatusOr<ArtifactManifest> Newest() override {
+    if (!inner_) {
+      auto t = OpenTransport(location_, connect_);
+      if (!t.ok()) return t.status();
+      transport_ = std::move(t).value();
+      inner_ = NewArtifactSource(*transport_, verify_);
+    }
+    return inner_->Newest();
+  }
+
+  Status ReadChunk(const ArtifactManifest& m, size_t index, std::string* previous_key,
+                   const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn)
+      override {
+    if (!inner_) return Status::FailedPrecondition("no artifact was read from " + location_);
+    return inner_->ReadChunk(m, index, previous_key, fn);
+  }
+
+ private:
+  std::string location_;
+  ConnectOptions connect_;
+  VerifyOptions verify_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ArtifactSource> inner_;
+};
+
 // Turns SIGINT and SIGTERM into a stop request. The signals are blocked in
 // every thread (set before nats.c starts its threads) and taken by one
 // thread with sigtimedwait, so no handler runs in an arbitrary thread.
@@ -156,7 +199,33 @@ int RunMirror(const MirrorFlags& f) {
       return Report("mirror", Status::InvalidArgument("--export-to must be dir:PATH or obj:BUCKET"));
     }
   }
+  auto repair = ParseExpiryRepair(f.repair);
+  if (!repair.ok()) return Report("mirror", repair.status().WithContext("--repair"));
+  auto repair_timeout = ParseDuration(f.repair_timeout);
+  if (!repair_timeout.ok()) {
+    return Report("mirror", repair_timeout.status().WithContext("--repair-timeout"));
+  }
+  std::chrono::milliseconds reconcile_every{0};
+  if (!f.reconcile_every.empty()) {
+    auto d = ParseDuration(f.reconcile_every);
+    if (!d.ok()) return Report("mirror", d.status().WithContext("--reconcile-every"));
+    reconcile_every = *d;
+  }
+  if (f.require_signature && f.trusted_keys.empty()) {
+    return Report("mirror", Status::InvalidArgument("--require-signature needs --trusted-key"));
+  }
+  if (*repair == ExpiryRepair::kNone) {
+    std::cerr << "kvfold mirror: WARNING: --repair none: after a gap, keys deleted or aged out "
+                 "meanwhile may persist in the fold\n";
+  }
   SignalStopper stopper;
+  std::unique_ptr<ArtifactSource> artifact_source;
+  if (!f.artifacts.empty()) {
+    artifact_source = std::make_unique<LazyArtifactSource>(
+        f.artifacts, f.connect,
+        VerifyOptions{.trusted_key_files = f.trusted_keys,
+                      .require_signature = f.require_signature});
+  }
   auto source = OpenNatsBucket(f.connect, f.bucket);
   if (!source.ok()) return Report("mirror", source.status());
   FoldOptions fold_options;
@@ -169,6 +238,10 @@ int RunMirror(const MirrorFlags& f) {
   options.batch_size = f.batch;
   options.until_caught_up = f.until_caught_up;
   options.stop = stopper.token();
+  options.repair = *repair;
+  options.artifacts = artifact_source.get();
+  options.repair_timeout = *repair_timeout;
+  options.reconcile_every = reconcile_every;
   options.log = [](std::string_view line) {
     std::cerr << "kvfold mirror: " << line << "\n";
   };
@@ -202,8 +275,10 @@ Runner AddMirrorCommand(CLI::App& app) {
       "mirror",
       "Mirror a KV bucket into a fold; runs until SIGINT/SIGTERM (then "
       "flushes and exits 0) or, with --until-caught-up, until the fold has "
-      "reached the stream's last sequence as read at start. Exit codes: 0 ok, "
-      "2 usage, 3 cursor expired, 1 other errors.");
+      "reached the stream's last sequence as read at start. When retention "
+      "evicted history the fold needs, repairs by --repair. Exit codes: 0 ok, "
+      "2 usage, 3 cursor expired and the repair refused or found no usable "
+      "artifact (fold untouched), 1 other errors.");
   AddConnectFlags(cmd, &flags->connect, /*server_required=*/true);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")
@@ -223,6 +298,23 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_option("--sign-key", flags->sign_key, "PEM Ed25519 key to sign exported manifests")
       ->check(CLI::ExistingFile);
   cmd->add_option("--keep", flags->keep, "after each export, prune to the newest K artifacts");
+  cmd->add_option("--repair", flags->repair,
+                  "expiry repair: auto (default; relist where the key listing is the truth, "
+                  "else restore; never lossy), relist, restore, none (warns: deleted or "
+                  "aged-out keys may persist)")
+      ->check(CLI::IsMember({"auto", "relist", "restore", "none"}));
+  cmd->add_option("--artifacts", flags->artifacts,
+                  "where restore finds artifacts: dir:PATH or obj:BUCKET")
+      ->check(kArtifactLocation);
+  cmd->add_option("--repair-timeout", flags->repair_timeout,
+                  "how long a restore waits for a usable artifact before exit 3 (default 10m)");
+  cmd->add_option("--reconcile-every", flags->reconcile_every,
+                  "run a key-set diff this often to drop keys whose delete markers were "
+                  "purged (buckets whose key listing is the truth), e.g. 1h");
+  cmd->add_option("--trusted-key", flags->trusted_keys,
+                  "PEM Ed25519 public key restores accept signatures of; repeatable");
+  cmd->add_flag("--require-signature", flags->require_signature,
+                "restore only from artifacts signed by a --trusted-key");
   cmd->add_flag("--no-sync", flags->no_sync,
                 "do not fsync each commit (faster; a machine crash may lose "
                 "the newest commits, never tear one)");

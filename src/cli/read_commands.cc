@@ -83,7 +83,9 @@ int RunStatus(const ReadFlags& f) {
                 {"keys", meta->live_keys},
                 {"tombstones", meta->entries - meta->live_keys},
                 {"scope", scope},
-                {"stream_created", meta->stream_created}};
+                {"stream_created", meta->stream_created},
+                {"eviction_observed", meta->eviction_observed},
+                {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)}};
     std::cout << out.dump() << "\n";
     return kExitOk;
   }
@@ -100,7 +102,13 @@ int RunStatus(const ReadFlags& f) {
             << "keys:           " << meta->live_keys << "\n"
             << "tombstones:     " << meta->entries - meta->live_keys << "\n"
             << "stream created: "
-            << (meta->stream_created.empty() ? "<none>" : meta->stream_created) << "\n";
+            << (meta->stream_created.empty() ? "<none>" : meta->stream_created) << "\n"
+            << "eviction seen:  "
+            << (meta->eviction_observed ? "yes (key listings are never taken for the truth)"
+                                        : "no")
+            << "\n"
+            << "last repair:    " << (meta->last_repair.empty() ? "<none>" : meta->last_repair)
+            << "\n";
   return kExitOk;
 }
 
@@ -128,6 +136,7 @@ Runner AddStatusCommand(CLI::App& app) {
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_flag("--json", flags->json,
                 "one JSON object: fold, bucket, cursor, keys, tombstones, scope, "
+                "eviction_observed, last_repair, "
                 "stream_created");
   return [flags] { return RunStatus(*flags); };
 }

@@ -31,9 +31,7 @@ void PendingBatch::AdvanceTo(uint64_t seq) {
 }
 
 bool PendingBatch::HasWork(std::optional<uint64_t> committed) const {
-  if (!entries_.empty() || meta_.bucket || meta_.scope || meta_.stream_created) {
-    return true;
-  }
+  if (!entries_.empty() || !meta_.empty()) return true;
   return cursor_ && (!committed || *cursor_ > *committed);
 }
 

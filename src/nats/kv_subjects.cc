@@ -49,6 +49,16 @@ std::vector<std::string> ScopeFilters(std::string_view bucket,
   return disjoint;
 }
 
+std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason) {
+  if (kv_operation == "DEL") return Op::kDelete;
+  if (kv_operation == "PURGE") return Op::kPurge;
+  if (!kv_operation.empty()) return std::nullopt;
+  // A limit marker has no KV-Operation; any reason (MaxAge, Purge, Remove)
+  // means the key's value is gone.
+  if (!marker_reason.empty()) return Op::kDelete;
+  return Op::kPut;
+}
+
 std::optional<AckReply> ParseAckReply(std::string_view reply) {
   std::vector<std::string_view> tokens;
   size_t start = 0;

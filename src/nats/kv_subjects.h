@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kvfold/bucket.h"
 #include "kvfold/scope.h"
 
 namespace kvfold::nats {
@@ -27,6 +28,12 @@ std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
 // client-side. The whole bucket is {"$KV.<bucket>.>"}.
 std::vector<std::string> ScopeFilters(std::string_view bucket,
                                       const Scope& scope);
+
+// What a KV message does, from its headers: `KV-Operation` DEL or PURGE is
+// a delete; so is a nats-server 2.11+ limit marker (`Nats-Marker-Reason`
+// MaxAge, Purge or Remove, no KV-Operation), which is never a value.
+// Neither header: a put. nullopt for a KV-Operation kvfold does not know.
+std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason);
 
 // What a JetStream delivery's ack reply subject says about the message.
 struct AckReply {

@@ -1,5 +1,6 @@
 // BucketSource over a real NATS server.
 
+#include <algorithm>
 #include <chrono>
 
 #include "kvfold/connection.h"
@@ -58,19 +59,53 @@ class NatsBucket final : public BucketSource {
     return std::unique_ptr<Delivery>(std::move(d).value());
   }
 
+  StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
+                                                         uint64_t from_seq) override {
+    std::optional<uint64_t> first;
+    for (const std::string& filter : nats::ScopeFilters(bucket_, scope)) {
+      auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
+                                     json{{"seq", from_seq}, {"next_by_subj", filter}});
+      if (!reply.ok()) {
+        // err_code 10037 is "no message found"; any other 404 is a missing stream.
+        if (reply.status().IsNotFound() &&
+            reply.status().message().find("err_code 10037") != std::string::npos) {
+          continue;
+        }
+        return reply.status().WithContext("looking for messages of " + filter + " from " +
+                                          std::to_string(from_seq));
+      }
+      const json& msg = (*reply)["message"];
+      const uint64_t seq = msg.is_object() && msg.contains("seq") && msg["seq"].is_number_unsigned()
+                               ? msg["seq"].get<uint64_t>()
+                               : 0;
+      if (seq < from_seq) {
+        return Status::Corruption("STREAM.MSG.GET on " + stream_ + " from " +
+                                  std::to_string(from_seq) + " answered sequence " +
+                                  std::to_string(seq));
+      }
+      if (!first || seq < *first) first = seq;
+    }
+    return first;
+  }
+
   Status ListKeys(
       const Scope& scope,
       const std::function<Status(std::string_view, uint64_t)>& fn,
       uint64_t* last_seq) override {
-    // The stream's last sequence is read before the listing starts, so it is
-    // an upper bound only for what the listing could have missed.
+    // The stream's last sequence is read before the listing starts: every
+    // message at or below it is reflected in what the listing delivers.
     auto state = ReadStream();
     if (!state.ok()) return state.status();
     *last_seq = state->last_seq;
+    if (state->last_seq == 0) return Status::OK();
     auto d = OpenOrdered(DeliveryStart{}, scope, /*headers_only=*/true);
     if (!d.ok()) return d.status();
+    // The listing is complete once nothing the filters match is retained
+    // in (received, last_seq]: asked of the store, not of consumer counters.
+    uint64_t received = 0;
+    bool idle = false;
     while (true) {
-      auto ev = (*d)->Next(std::chrono::milliseconds(200));
+      auto ev = (*d)->Next(std::chrono::milliseconds(idle ? 50 : 200));
       if (!ev.ok()) return ev.status();
       if (ev->kind == DeliveryEvent::Kind::kReset) {
         return Status::Unavailable("key listing of bucket " + bucket_ +
@@ -78,15 +113,17 @@ class NatsBucket final : public BucketSource {
       }
       if (ev->kind == DeliveryEvent::Kind::kMessage) {
         const BucketMessage& m = ev->message;
+        received = std::max(received, m.seq);
         if (m.op == Op::kPut && scope.Contains(m.key)) {
           KVFOLD_RETURN_IF_ERROR(fn(m.key, m.seq));
         }
-        if (m.pending == 0) return Status::OK();
-        continue;
+        if (m.pending != 0 && m.seq < *last_seq) continue;
       }
-      auto p = (*d)->Progress();
-      if (!p.ok()) return p.status();
-      if (p->drained) return Status::OK();
+      if (received >= *last_seq) return Status::OK();
+      auto next = FirstRetainedInScope(scope, received + 1);
+      if (!next.ok()) return next.status();
+      if (!*next || **next > *last_seq) return Status::OK();
+      idle = true;  // still on its way: wait for it
     }
   }
 

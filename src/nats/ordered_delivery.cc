@@ -209,31 +209,19 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     ev.message.key = std::string(*key);
     ev.message.seq = ack->stream_seq;
     ev.message.pending = ack->pending;
-    const std::string op = Header(msg, "KV-Operation");
-    if (op == "DEL") {
-      ev.message.op = Op::kDelete;
-    } else if (op == "PURGE") {
-      ev.message.op = Op::kPurge;
-    } else {
+    const auto op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
+    if (!op) {
+      return Status::Corruption("message " + std::to_string(ack->stream_seq) +
+                                " carries an unknown KV-Operation or marker reason");
+    }
+    ev.message.op = *op;
+    if (*op == Op::kPut) {
       ev.message.op = Op::kPut;
       ev.message.value.assign(natsMsg_GetData(msg),
                               static_cast<size_t>(natsMsg_GetDataLength(msg)));
     }
     return ev;
   }
-}
-
-StatusOr<DeliveryProgress> OrderedDelivery::Progress() {
-  auto reply = conn_->ApiRequest("CONSUMER.INFO." + stream_ + "." + consumer_, nullptr);
-  if (!reply.ok()) return reply.status();
-  // delivered.stream_seq is how far the server has scanned, past messages
-  // the filter skipped; the consumer sequence counts what it actually sent.
-  const json& delivered = (*reply)["delivered"];
-  const uint64_t sent =
-      delivered.is_object() ? delivered.value("consumer_seq", uint64_t{0}) : 0;
-  DeliveryProgress p;
-  p.drained = reply->value("num_pending", uint64_t{1}) == 0 && sent == last_consumer_seq_;
-  return p;
 }
 
 }  // namespace kvfold::nats

@@ -39,7 +39,6 @@ class OrderedDelivery final : public Delivery {
   ~OrderedDelivery() override;
 
   StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) override;
-  StatusOr<DeliveryProgress> Progress() override;
 
  private:
   OrderedDelivery(std::shared_ptr<NatsConnection> conn,

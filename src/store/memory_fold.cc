@@ -2,6 +2,7 @@
 // simulation.
 
 #include <mutex>
+#include <vector>
 
 #include "kvfold/fold.h"
 #include "core/mutation.h"
@@ -38,6 +39,22 @@ class MemoryFold final : public Fold {
     return Status::OK();
   }
 
+  Status ScanFrom(std::string_view start_key, bool include_tombstones,
+                  const std::function<bool(std::string_view, const Entry&)>& fn) override {
+    std::vector<std::pair<std::string, Entry>> view;
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = entries_.lower_bound(start_key); it != entries_.end(); ++it) {
+        view.emplace_back(*it);
+      }
+    }
+    for (const auto& [key, entry] : view) {
+      if (entry.deleted && !include_tombstones) continue;
+      if (!fn(key, entry)) break;
+    }
+    return Status::OK();
+  }
+
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override {
     std::lock_guard lock(mu_);
     return std::unique_ptr<FoldSnapshot>(new Copy(entries_, meta_));
@@ -50,7 +67,8 @@ class MemoryFold final : public Fold {
 
   Status Commit(const FoldCommit& commit) override {
     std::lock_guard lock(mu_);
-    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor &&
+    const bool rebase = commit.rebase && commit.stream_created;
+    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor && !rebase &&
         !KVFOLD_MUTANT("fold-cursor-backward")) {
       return Status::FailedPrecondition(
           "refusing to move the fold's cursor backward from " +
@@ -68,6 +86,8 @@ class MemoryFold final : public Fold {
     if (commit.scope) meta_.scope = commit.scope;
     if (commit.stream_created) meta_.stream_created = *commit.stream_created;
     if (commit.seeding) meta_.seeding = *commit.seeding;
+    if (commit.eviction_observed && *commit.eviction_observed) meta_.eviction_observed = true;
+    if (commit.last_repair) meta_.last_repair = *commit.last_repair;
     return Status::OK();
   }
 

@@ -25,6 +25,8 @@ constexpr std::string_view kCreatedName = "stream_created";
 constexpr std::string_view kLiveName = "live_keys";
 constexpr std::string_view kEntriesName = "entries";
 constexpr std::string_view kSeedingName = "seeding";
+constexpr std::string_view kEvictionName = "eviction_observed";
+constexpr std::string_view kLastRepairName = "last_repair";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -65,6 +67,23 @@ class RocksFold final : public Fold {
     return ScanAt(rocksdb::ReadOptions(), prefix, include_tombstones, fn);
   }
 
+  Status ScanFrom(std::string_view start_key, bool include_tombstones,
+                  const std::function<bool(std::string_view, const Entry&)>& fn) override {
+    KVFOLD_RETURN_IF_ERROR(CatchUp());
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    Entry entry;
+    for (it->Seek(store::EntryStoreKey(start_key)); it->Valid(); it->Next()) {
+      const rocksdb::Slice k = it->key();
+      if (k.empty() || k[0] != store::kEntryTag) break;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
+          std::string_view(it->value().data(), it->value().size()), &entry));
+      if (entry.deleted && !include_tombstones) continue;
+      if (!fn(std::string_view(k.data() + 1, k.size() - 1), entry)) break;
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "scanning the fold");
+    return Status::OK();
+  }
+
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
 
   Status ScanAt(const rocksdb::ReadOptions& ro, std::string_view prefix,
@@ -103,7 +122,8 @@ class RocksFold final : public Fold {
     auto current = ReadMetaAt(rocksdb::ReadOptions());
     if (!current.ok()) return current.status();
     FoldMeta meta = *current;
-    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor &&
+    const bool rebase = commit.rebase && commit.stream_created;
+    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor && !rebase &&
         !KVFOLD_MUTANT("fold-cursor-backward")) {
       return Status::FailedPrecondition(
           "refusing to move the fold's cursor backward from " +
@@ -131,6 +151,8 @@ class RocksFold final : public Fold {
         put_meta(kSeedingName, *commit.seeding);
       }
     }
+    if (commit.eviction_observed && *commit.eviction_observed) put_meta(kEvictionName, "1");
+    if (commit.last_repair) put_meta(kLastRepairName, *commit.last_repair);
     if (!commit.entries.empty()) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));
@@ -231,6 +253,10 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.entries));
     KVFOLD_RETURN_IF_ERROR(read(kSeedingName, &found));
     if (found) meta.seeding = v;
+    KVFOLD_RETURN_IF_ERROR(read(kEvictionName, &found));
+    meta.eviction_observed = found;
+    KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
+    if (found) meta.last_repair = v;
     return meta;
 }
 

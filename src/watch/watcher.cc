@@ -1,19 +1,41 @@
-// The watch loop. The decisions it applies (window check, what a message
-// does to a key, batch and cursor rules) live in src/core; this file
-// sequences them against a BucketSource, a Fold and a Clock.
+// The watch loop. The decisions it applies (window check, floor guard, what
+// a message does to a key, batch and cursor rules, which repair runs) live
+// in src/core; the repairs themselves in src/repair. This file sequences
+// them against a BucketSource, a Fold and a Clock.
+//
+// Three positions, all stream sequences:
+//  - received_: everything in scope up to here has arrived (or the store
+//    proved there was nothing); a new delivery starts after it.
+//  - verified_: the frontier the floor guard has proven: no in-scope message
+//    at or below it was evicted before it arrived. A check that reads
+//    first_seq <= verified_ + 1 proves everything received before the read.
+//  - the cursor, committed with the data: min(received_, verified_), so a
+//    crash never leaves a cursor past an unproven stretch.
 
 #include "kvfold/watcher.h"
 
 #include <algorithm>
 
-#include "core/pending_batch.h"
 #include "core/mutation.h"
+#include "core/pending_batch.h"
+#include "core/repair_rules.h"
 #include "core/window.h"
+#include "kvfold/retention.h"
+#include "repair/repair_drivers.h"
 
 namespace kvfold {
 namespace {
 
 using std::chrono::milliseconds;
+
+std::string UtcNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 class WatchLoop {
  public:
@@ -26,14 +48,30 @@ class WatchLoop {
   Status Run();
 
  private:
-  enum class SessionEnd { kDone, kBroken };
+  enum class SessionEnd { kDone, kBroken, kRepair };
 
   Status Prepare();
-  // One delivery from open to reset, stop or catch-up. Returns a fatal
-  // status, or OK with *end saying how it ended.
+  // One delivery from open to reset, stop, catch-up or a needed repair.
+  // Returns a fatal status, or OK with *end saying how it ended.
   Status Session(SessionEnd* end);
+  // The window check at a session's start. Sets repair_cause_ when a repair
+  // must run first.
+  void CheckStart(const StreamState& state);
   Status Apply(const BucketMessage& message);
-  Status Probe(Delivery& delivery);
+  // Reads fresh stream state and checks the floor: on success everything
+  // received before the read is verified; otherwise repair_cause_ is set.
+  StatusOr<StreamState> CheckFloor();
+  // Proves quiet stretches empty so the cursor can pass them.
+  Status Probe();
+  Status Repair();
+  void NoteRetention(const StreamState& state);
+  void NeedRepair(core::RepairCause cause, std::string why) {
+    repair_cause_ = cause;
+    repair_why_ = std::move(why);
+  }
+  void AdvanceCursor() {
+    if (received_) pending_.AdvanceTo(std::min(*received_, verified_));
+  }
   // Commits what is pending unless a retry is not due yet. Returns non-OK
   // only when max_commit_failures is reached.
   Status TryCommit(bool force);
@@ -50,12 +88,25 @@ class WatchLoop {
   Clock& clock_;
 
   std::optional<uint64_t> committed_;  // the fold's cursor
-  std::optional<uint64_t> received_;   // everything in scope up to here arrived
+  std::optional<uint64_t> received_;
+  uint64_t verified_ = 0;
   std::string stream_created_;         // "" until recorded
+  bool eviction_observed_ = false;     // the fold's memo
+  bool unanchored_ = false;            // data but no cursor: repair first
+  bool sync_next_ = false;             // repair none: the next delivery is a state sync
   std::optional<uint64_t> target_;     // until_caught_up: stream last_seq at start
+  std::optional<core::RepairCause> repair_cause_;
+  std::string repair_why_;
   core::PendingBatch pending_;
   Clock::TimePoint oldest_pending_;
   Clock::TimePoint retry_at_;
+  Clock::TimePoint last_floor_check_;
+  Clock::TimePoint next_reconcile_;
+  // The head's speed, from consecutive first_seq readings: paces the idle
+  // probe so a quiet prefix is proven before retention reaches it.
+  std::optional<std::pair<Clock::TimePoint, uint64_t>> head_sample_;
+  double head_rate_ = 0;
+  uint64_t last_first_seq_ = 0;
   int failures_ = 0;
   bool probe_soon_ = false;
 };
@@ -85,17 +136,15 @@ Status WatchLoop::Prepare() {
     return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
                                       meta->seeding + "; re-run `kvfold seed` to finish it");
   }
-  if (!meta->cursor && meta->entries > 0) {
-    return Status::CursorExpired(
-        "the fold holds " + std::to_string(meta->entries) +
-        " entries but no cursor, so it cannot tell what it has missed; mirror "
-        "into a new, empty fold directory");
-  }
+  unanchored_ = !meta->cursor && meta->entries > 0;
   committed_ = meta->cursor;
   received_ = meta->cursor;
+  verified_ = meta->cursor.value_or(0);
   stream_created_ = meta->stream_created;
+  eviction_observed_ = meta->eviction_observed;
   if (meta->bucket.empty()) pending_.meta().bucket = bucket;
   if (!meta->scope) pending_.meta().scope = opt_.scope.prefixes();
+  next_reconcile_ = clock_.Now() + opt_.reconcile_every;
   return Status::OK();
 }
 
@@ -117,7 +166,21 @@ Status WatchLoop::Run() {
       return s;
     }
     if (end == SessionEnd::kDone) return Flush();
-    KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
+    if (end == SessionEnd::kRepair) {
+      // Everything received is folded and in the store before any repair
+      // looks at the fold (a re-queued batch would be invisible to it).
+      KVFOLD_RETURN_IF_ERROR(Flush());
+      Status r = Repair();
+      if (r.ok()) {
+        if (opt_.stop.stop_requested()) return Flush();
+        backoff = opt_.reconnect_backoff_min;
+        continue;
+      }
+      if (!r.IsUnavailable()) return r;
+      Log("repair interrupted: " + r.message());
+    } else {
+      KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
+    }
     if (received_ != received_before) backoff = opt_.reconnect_backoff_min;
     Log("retrying in " + std::to_string(backoff.count()) + " ms");
     clock_.SleepFor(backoff, opt_.stop);
@@ -126,9 +189,47 @@ Status WatchLoop::Run() {
   }
 }
 
+void WatchLoop::NoteRetention(const StreamState& state) {
+  last_first_seq_ = state.first_seq;
+  if (eviction_observed_) return;
+  if (ClassifyRetention(state, false).has_evicted) {
+    eviction_observed_ = true;
+    pending_.meta().eviction_observed = true;
+    Log("bucket " + source_.bucket() + " has evicted current values (" +
+        DescribeRetention(state, ClassifyRetention(state, true)) +
+        "); recorded in the fold: its key listing is never taken for the truth again");
+  }
+}
+
+void WatchLoop::CheckStart(const StreamState& state) {
+  std::string why;
+  const std::optional<uint64_t> frontier =
+      received_ && !sync_next_ ? std::optional<uint64_t>(verified_) : std::nullopt;
+  if (!KVFOLD_MUTANT("window-skip-check")) {
+    switch (core::CheckWindow(source_.bucket(), state, frontier, stream_created_, &why)) {
+      case core::WindowFault::kRecreated:
+        return NeedRepair(core::RepairCause::kRecreated, why);
+      case core::WindowFault::kExpired:
+        return NeedRepair(core::RepairCause::kExpired, why);
+      case core::WindowFault::kNone:
+        break;
+    }
+  }
+  if (received_ || sync_next_) return;
+  if (unanchored_) {
+    return NeedRepair(core::RepairCause::kUnanchored,
+                      "the fold holds data but no cursor, so it cannot tell what it has missed");
+  }
+  const Retention r = ClassifyRetention(state, eviction_observed_);
+  if (!r.listing_is_truth) {
+    NeedRepair(core::RepairCause::kFreshStart,
+               "a new fold on a bucket that has already evicted current values: a state sync "
+               "would miss keys that aged out");
+  }
+}
+
 Status WatchLoop::Session(SessionEnd* end) {
   *end = SessionEnd::kBroken;
-  const std::string& bucket = source_.bucket();
   auto state = source_.ReadStream();
   if (!state.ok()) {
     if (state.status().IsUnavailable()) {
@@ -138,20 +239,28 @@ Status WatchLoop::Session(SessionEnd* end) {
     return state.status();
   }
   if (opt_.until_caught_up && !target_) target_ = state->last_seq;
-  if (!KVFOLD_MUTANT("window-skip-before-open")) {
-    KVFOLD_RETURN_IF_ERROR(core::CheckWindow(bucket, *state, received_, stream_created_));
+  NoteRetention(*state);
+  CheckStart(*state);
+  if (repair_cause_) {
+    *end = SessionEnd::kRepair;
+    return Status::OK();
   }
+  // The frontier is proven at the start of every session: everything
+  // received before this read was scanned by an earlier delivery.
+  if (received_ && !sync_next_) verified_ = std::max(verified_, *received_);
   if (stream_created_.empty()) {
     stream_created_ = state->created;
     pending_.meta().stream_created = stream_created_;
   }
+  AdvanceCursor();
   if (CaughtUp() || opt_.stop.stop_requested()) {
     *end = SessionEnd::kDone;
     return Status::OK();
   }
 
+  const bool sync = !received_ || sync_next_;
   DeliveryStart start;
-  if (received_) start.from_seq = *received_ + 1;
+  if (!sync) start.from_seq = *received_ + 1;
   auto opened = source_.Open(start, opt_.scope);
   if (!opened.ok()) {
     if (opened.status().IsUnavailable()) {
@@ -169,15 +278,45 @@ Status WatchLoop::Session(SessionEnd* end) {
     if (after.status().IsUnavailable()) return Status::OK();
     return after.status();
   }
-  if (!KVFOLD_MUTANT("window-skip-after-open")) {
-    KVFOLD_RETURN_IF_ERROR(core::CheckWindow(bucket, *after, received_, stream_created_));
+  NoteRetention(*after);
+  CheckStart(*after);
+  if (repair_cause_) {
+    *end = SessionEnd::kRepair;
+    return Status::OK();
   }
+  if (sync) {
+    // A state sync delivers every key's last message as of the consumer's
+    // creation: what retention removed before is superseded, or (only with
+    // repair none, which warned) accepted as gone.
+    if (after->first_seq > 0) verified_ = std::max(verified_, after->first_seq - 1);
+    if (sync_next_) received_.reset();
+    sync_next_ = false;
+  }
+  last_floor_check_ = clock_.Now();
 
   probe_soon_ = true;
   Clock::TimePoint last_activity = clock_.Now();
+  milliseconds probe_every = opt_.idle_probe;
   while (true) {
     if (opt_.stop.stop_requested() || CaughtUp()) {
       *end = SessionEnd::kDone;
+      return Status::OK();
+    }
+    if (opt_.reconcile_every.count() > 0 && clock_.Now() >= next_reconcile_) {
+      next_reconcile_ = clock_.Now() + opt_.reconcile_every;
+      NeedRepair(core::RepairCause::kReconcile, "scheduled every " +
+                                                    std::to_string(opt_.reconcile_every.count()) +
+                                                    " ms");
+    }
+    if (repair_cause_) {
+      // Fold what already arrived before repairing: it is received, and a
+      // restore would otherwise have to cover it too.
+      while (true) {
+        auto ev = delivery->Next(milliseconds(1));
+        if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
+        KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+      }
+      *end = SessionEnd::kRepair;
       return Status::OK();
     }
     const auto now = clock_.Now();
@@ -190,25 +329,39 @@ Status WatchLoop::Session(SessionEnd* end) {
     if (probe_soon_) timeout = std::min(timeout, milliseconds(10));
     auto ev = delivery->Next(timeout);
     if (!ev.ok()) return ev.status();
+    const bool floor_due = received_ && verified_ < *received_ &&
+                           clock_.Now() - last_floor_check_ >= opt_.floor_check;
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage:
         last_activity = clock_.Now();
         KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+        // A hint only: it makes the probe come sooner, it proves nothing.
         if (ev->message.pending == 0) probe_soon_ = true;
+        if (floor_due) {
+          auto c = CheckFloor();
+          if (!c.ok()) {
+            if (!c.status().IsUnavailable()) return c.status();
+            Log("floor check failed: " + c.status().message());
+            return Status::OK();
+          }
+        }
         if (pending_.changes() >= opt_.batch_size) {
           KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
         }
         break;
       case DeliveryEvent::Kind::kTimeout:
-        if (probe_soon_ || clock_.Now() - last_activity >= opt_.idle_probe) {
+        if (probe_soon_ || floor_due || clock_.Now() - last_activity >= probe_every) {
           probe_soon_ = false;
           last_activity = clock_.Now();
-          Status p = Probe(*delivery);
+          Status p = Probe();
           if (p.IsUnavailable() || p.IsNotFound()) {
             Log("progress probe failed: " + p.message());
             return Status::OK();
           }
           KVFOLD_RETURN_IF_ERROR(p);
+          const uint64_t headroom =
+              verified_ + 1 > last_first_seq_ ? verified_ + 1 - last_first_seq_ : 0;
+          probe_every = core::NextFloorProbe(headroom, head_rate_, opt_.idle_probe);
         }
         break;
       case DeliveryEvent::Kind::kReset:
@@ -255,28 +408,209 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       pending_.Put(m.key, std::move(*next));
     }
   }
+  // Consecutive sequences leave no stretch to prove; a jump does, and the
+  // frontier waits for the next floor check.
+  const uint64_t before = received_.value_or(0);
+  if (m.seq == before + 1 && verified_ >= before) {
+    verified_ = std::max(verified_, m.seq);
+  }
   received_ = m.seq;
-  pending_.AdvanceTo(m.seq);
+  AdvanceCursor();
   if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
   return Status::OK();
 }
 
-// Proves that everything in scope up to the stream's last sequence has
-// arrived, so the cursor can pass stretches with nothing in scope: read
-// last_seq first, then the delivery must show itself drained. Every message
-// <= last_seq existed before the drain was observed, so none in scope can
-// still come.
-Status WatchLoop::Probe(Delivery& delivery) {
+StatusOr<StreamState> WatchLoop::CheckFloor() {
+  const uint64_t received = received_.value_or(0);
   auto state = source_.ReadStream();
   if (!state.ok()) return state.status();
-  auto progress = delivery.Progress();
-  if (!progress.ok()) return progress.status();
-  if (!progress->drained && !KVFOLD_MUTANT("probe-ignore-drain")) return Status::OK();
-  if (state->last_seq > received_.value_or(0)) {
-    received_ = state->last_seq;
-    pending_.AdvanceTo(state->last_seq);
+  last_floor_check_ = clock_.Now();
+  NoteRetention(*state);
+  if (head_sample_) {
+    const double secs =
+        std::chrono::duration<double>(last_floor_check_ - head_sample_->first).count();
+    if (secs > 0 && state->first_seq >= head_sample_->second) {
+      head_rate_ = static_cast<double>(state->first_seq - head_sample_->second) / secs;
+    }
+  }
+  head_sample_ = std::make_pair(last_floor_check_, state->first_seq);
+  std::string why;
+  switch (core::CheckWindow(source_.bucket(), *state, verified_, stream_created_, &why)) {
+    case core::WindowFault::kRecreated:
+      NeedRepair(core::RepairCause::kRecreated, why);
+      return state;
+    case core::WindowFault::kExpired:
+      NeedRepair(core::RepairCause::kFloorTrip,
+                 "retention passed the frontier mid-watch: " + why);
+      return state;
+    case core::WindowFault::kNone:
+      break;
+  }
+  verified_ = std::max(verified_, received);
+  AdvanceCursor();
+  return state;
+}
+
+// Proves that everything in scope up to the stream's last sequence has
+// arrived, so the cursor can pass stretches with nothing in scope. last_seq
+// is read first; then the stream's store (not a consumer counter, which a
+// newer or clustered server updates late) must hold nothing in scope
+// between what arrived and last_seq; then a fresh floor check must pass,
+// which proves nothing in that stretch was evicted before the store was
+// asked.
+Status WatchLoop::Probe() {
+  auto first = CheckFloor();
+  if (!first.ok()) return first.status();
+  if (repair_cause_) return Status::OK();
+  const uint64_t last = first->last_seq;
+  const uint64_t received = received_.value_or(0);
+  if (last > received) {
+    auto next = source_.FirstRetainedInScope(opt_.scope, received + 1);
+    if (!next.ok()) return next.status();
+    if (!core::NothingInScopeToCome(last, *next)) {
+      probe_soon_ = true;  // something in scope is still on its way
+      return TryCommit(/*force=*/false);
+    }
+    received_ = last;
+    auto second = CheckFloor();
+    if (!second.ok()) return second.status();
+    if (repair_cause_) return Status::OK();
   }
   return TryCommit(/*force=*/true);
+}
+
+Status WatchLoop::Repair() {
+  const core::RepairCause cause = *repair_cause_;
+  const std::string why = repair_why_;
+  repair_cause_.reset();
+  auto state = source_.ReadStream();
+  if (!state.ok()) return state.status();
+  NoteRetention(*state);
+  KVFOLD_RETURN_IF_ERROR(Flush());  // the memo, when it was just observed
+  const Retention retention = ClassifyRetention(*state, eviction_observed_);
+  const core::RepairChoice choice = core::ChooseRepair(opt_.repair, cause, retention);
+  Log(std::string("repair: ") + core::RepairCauseName(cause) + " (" + why + "); bucket " +
+      DescribeRetention(*state, retention) + "; policy " +
+      std::string(ExpiryRepairName(opt_.repair)) + " -> " +
+      core::RepairActionName(choice.action) + ": " + choice.why);
+  repair::RepairEnv env{source_, fold_, opt_, clock_, eviction_observed_};
+  const bool rebase = cause == core::RepairCause::kRecreated;
+  auto record = [&](const std::string& outcome) {
+    return std::string(ExpiryRepairName(opt_.repair)) + " " +
+           core::RepairActionName(choice.action) + " after " + core::RepairCauseName(cause) +
+           ": " + outcome + " at " + UtcNow();
+  };
+
+  switch (choice.action) {
+    case core::RepairAction::kRefuse: {
+      if (cause == core::RepairCause::kReconcile) return Status::OK();
+      FoldCommit note;
+      note.last_repair = record("refused");
+      (void)fold_.Commit(note);
+      return Status::CursorExpired(
+          why + ". " + choice.why +
+          ". Choices: --repair restore with --artifacts LOC holding a fresh artifact of this "
+          "bucket (export one from an up-to-date node); or, on a first deploy onto a bucket "
+          "that has already evicted, start one node with --repair none, export from it, then "
+          "start the rest with --repair auto --artifacts LOC");
+    }
+    case core::RepairAction::kRelist: {
+      FoldCommit final_meta;
+      if (rebase) {
+        final_meta.cursor = 0;
+        final_meta.rebase = true;
+        final_meta.stream_created = state->created;
+      }
+      repair::RelistResult r;
+      const ChangeOrigin origin = cause == core::RepairCause::kReconcile
+                                      ? ChangeOrigin::kReconcile
+                                      : ChangeOrigin::kRelist;
+      Status s = repair::RunRelist(env, opt_.scope, origin, rebase, final_meta, &r);
+      if (s.IsFailedPrecondition()) {
+        // The bucket began evicting during the listing: decide again with
+        // the new retention (the memo is recorded by the next read).
+        Log("relist abandoned: " + s.message());
+        repair_cause_ = cause;
+        repair_why_ = why;
+        return Status::OK();
+      }
+      KVFOLD_RETURN_IF_ERROR(s);
+      if (r.stopped) return Status::OK();
+      Log(std::string(cause == core::RepairCause::kReconcile ? "reconcile" : "relist") +
+          " done: " + std::to_string(r.listed) + " keys listed through revision " +
+          std::to_string(r.listing_revision) + ", " + std::to_string(r.deleted) +
+          " deleted, no values fetched");
+      FoldCommit outcome;
+      outcome.last_repair = record(std::to_string(r.listed) + " listed, " +
+                                   std::to_string(r.deleted) + " deleted through revision " +
+                                   std::to_string(r.listing_revision));
+      KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
+      if (rebase) {
+        stream_created_ = state->created;
+        committed_ = 0;
+        received_ = 0;
+        verified_ = 0;
+        pending_ = core::PendingBatch();
+      }
+      // Every delete at or below the listing's revision is in the fold now,
+      // and this bucket never evicts current values: nothing below it can
+      // still be missing.
+      verified_ = std::max(verified_, r.listing_revision);
+      if (!received_) sync_next_ = true;
+      unanchored_ = false;
+      AdvanceCursor();
+      return Status::OK();
+    }
+    case core::RepairAction::kRestore: {
+      repair::RestoreRequest req;
+      req.scope = opt_.scope;
+      req.rebase = rebase;
+      if (cause != core::RepairCause::kUnanchored && cause != core::RepairCause::kFreshStart) {
+        req.fold_cursor = committed_;
+      }
+      repair::RestoreResult r;
+      Status s = repair::RunRestore(env, req, &r);
+      if (!s.ok()) {
+        if (s.IsCursorExpired()) {
+          FoldCommit note;
+          note.last_repair = record("no usable artifact");
+          (void)fold_.Commit(note);
+          return Status::CursorExpired(why + ". " + s.message());
+        }
+        return s;
+      }
+      if (r.stopped) return Status::OK();
+      Log("restore done from artifact " + r.artifact_id + ": cursor " +
+          (committed_ ? std::to_string(*committed_) : std::string("<none>")) + " -> " +
+          std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
+          std::to_string(r.deleted) + " deleted, " + std::to_string(r.listed) +
+          " keys listed, after " + std::to_string(r.attempts) + " attempt(s)");
+      committed_ = r.cursor;
+      received_ = r.cursor;
+      verified_ = r.cursor;
+      auto meta = fold_.ReadMeta();
+      if (!meta.ok()) return meta.status();
+      stream_created_ = meta->stream_created;
+      eviction_observed_ = meta->eviction_observed;
+      pending_ = core::PendingBatch();
+      pending_.AdvanceTo(r.cursor);
+      unanchored_ = false;
+      sync_next_ = false;
+      if (opt_.on_applied) opt_.on_applied(r.cursor);
+      return Status::OK();
+    }
+    case core::RepairAction::kResync: {
+      Log("WARNING: repair none: re-listing current values without deleting anything; keys "
+          "deleted or aged out while this fold was behind may persist in it");
+      FoldCommit note;
+      note.last_repair = record("re-listed current values, deleted nothing");
+      KVFOLD_RETURN_IF_ERROR(fold_.Commit(note));
+      sync_next_ = true;
+      unanchored_ = false;
+      return Status::OK();
+    }
+  }
+  return Status::Internal("unknown repair action");
 }
 
 Status WatchLoop::TryCommit(bool force) {
@@ -317,6 +651,20 @@ Status WatchLoop::Flush() {
 }
 
 }  // namespace
+
+std::string_view ChangeOriginName(ChangeOrigin origin) {
+  switch (origin) {
+    case ChangeOrigin::kLive:
+      return "live";
+    case ChangeOrigin::kRelist:
+      return "relist";
+    case ChangeOrigin::kRestore:
+      return "restore";
+    case ChangeOrigin::kReconcile:
+      return "reconcile";
+  }
+  return "?";
+}
 
 Status Watch(BucketSource& source, Fold& fold, const WatchOptions& options) {
   WatchLoop loop(source, fold, options);

@@ -27,6 +27,12 @@ Status FaultFold::Scan(std::string_view prefix, bool include_tombstones,
   return inner_.Scan(prefix, include_tombstones, fn);
 }
 
+Status FaultFold::ScanFrom(std::string_view start_key, bool include_tombstones,
+                           const std::function<bool(std::string_view, const Entry&)>& fn) {
+  if (crashed_) return Dead();
+  return inner_.ScanFrom(start_key, include_tombstones, fn);
+}
+
 StatusOr<FoldMeta> FaultFold::ReadMeta() {
   if (crashed_) return Dead();
   return inner_.ReadMeta();

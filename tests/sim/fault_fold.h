@@ -36,6 +36,8 @@ class FaultFold final : public Fold {
   Status Get(std::string_view key, Entry* out) override;
   Status Scan(std::string_view prefix, bool include_tombstones,
               const std::function<bool(std::string_view, const Entry&)>& fn) override;
+  Status ScanFrom(std::string_view start_key, bool include_tombstones,
+                  const std::function<bool(std::string_view, const Entry&)>& fn) override;
   StatusOr<FoldMeta> ReadMeta() override;
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
   Status Commit(const FoldCommit& commit) override;

@@ -38,10 +38,6 @@ class SimDelivery final : public Delivery {
     return ev;
   }
 
-  StatusOr<DeliveryProgress> Progress() override {
-    return DeliveryProgress{Pending() == 0};
-  }
-
  private:
   bool Matches(const SimBucket::Record& r) const {
     return r.retained && (!bucket_.server_filters() || scope_.Contains(r.message.key));
@@ -60,17 +56,21 @@ class SimDelivery final : public Delivery {
     return nullptr;
   }
 
-  // 1 when anything is left to deliver, else 0: the watcher only acts on
-  // "nothing pending", and an exact count would make every delivery O(n).
+  // 1 when anything is left to deliver, else 0 (the watcher only reads it
+  // as a hint); with a lagging counter, 0 while up to lag_pending() more
+  // messages are still to come.
   uint64_t Pending() const {
     const auto& log = bucket_.log();
-    for (size_t i = sync_pos_; i < sync_.size(); ++i) {
-      if (log[sync_[i] - 1].retained) return 1;
+    uint64_t left = 0;
+    const uint64_t enough = static_cast<uint64_t>(bucket_.lag_pending()) + 1;
+    for (size_t i = sync_pos_; i < sync_.size() && left < enough; ++i) {
+      if (log[sync_[i] - 1].retained) ++left;
     }
-    for (uint64_t seq = std::max(from_seq_, delivered_ + 1); seq <= log.size(); ++seq) {
-      if (Matches(log[seq - 1])) return 1;
+    for (uint64_t seq = std::max(from_seq_, delivered_ + 1); seq <= log.size() && left < enough;
+         ++seq) {
+      if (Matches(log[seq - 1])) ++left;
     }
-    return 0;
+    return left >= enough ? 1 : 0;
   }
 
   const SimBucket& bucket_;
@@ -104,14 +104,42 @@ uint64_t SimBucket::Append(const std::string& key, Op op, const std::string& val
   m.op = op;
   m.value = op == Op::kPut ? value : "";
   m.seq = next_seq_++;
-  if (op == Op::kPurge) {
+  if (op == Op::kPurge || history_one_) {
     for (auto& r : log_) {
       if (r.message.key == key) r.retained = false;
     }
   }
   log_.push_back(Record{m, true});
   writes_.push_back(m);
+  if (max_msgs_ > 0) {
+    uint64_t retained = 0;
+    for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
+      if (!it->retained) continue;
+      if (++retained > static_cast<uint64_t>(max_msgs_)) it->retained = false;
+    }
+    uint64_t first = next_seq_;
+    for (const auto& r : log_) {
+      if (r.retained) {
+        first = r.message.seq;
+        break;
+      }
+    }
+    // Limits evict from the head: nothing below the first retained stays.
+    first_seq_ = std::max(first_seq_, first);
+  }
   return m.seq;
+}
+
+uint64_t SimBucket::LimitMarker(const std::string& key) {
+  // Delivered as the delete it means; the truth loses the key as well.
+  return Append(key, Op::kDelete, "");
+}
+
+void SimBucket::SetMaxMsgs(int64_t max_msgs) { max_msgs_ = max_msgs; }
+
+void SimBucket::PurgeMarker(uint64_t seq) {
+  auto& r = log_[seq - 1];
+  if (r.message.op != Op::kPut) r.retained = false;
 }
 
 uint64_t SimBucket::Put(const std::string& key, const std::string& value) {
@@ -158,7 +186,22 @@ StatusOr<StreamState> SimBucket::ReadStream() {
   s.first_seq = std::max(s.first_seq, first_seq_);
   s.last_seq = next_seq_ - 1;
   s.discard_new = false;
+  s.max_msgs = max_msgs_;
+  s.history = history_one_ ? 1 : 64;
   return s;
+}
+
+StatusOr<std::optional<uint64_t>> SimBucket::FirstRetainedInScope(const Scope& scope,
+                                                                  uint64_t from_seq) {
+  if (unavailable_calls_ > 0) {
+    --unavailable_calls_;
+    return Status::Unavailable("simulated outage");
+  }
+  for (uint64_t seq = std::max<uint64_t>(from_seq, 1); seq <= log_.size(); ++seq) {
+    const auto& r = log_[seq - 1];
+    if (r.retained && (!server_filters_ || scope.Contains(r.message.key))) return std::optional<uint64_t>(seq);
+  }
+  return std::optional<uint64_t>();
 }
 
 StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
@@ -173,7 +216,10 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
   if (!start.from_seq) {
     std::map<std::string, uint64_t> last;
     for (const auto& r : log_) {
-      if (r.retained && scope.Contains(r.message.key)) last[r.message.key] = r.message.seq;
+      // Without server filters the state sync covers the whole bucket too.
+      if (r.retained && (!server_filters_ || scope.Contains(r.message.key))) {
+        last[r.message.key] = r.message.seq;
+      }
     }
     for (const auto& [k, seq] : last) sync.push_back(seq);
     std::sort(sync.begin(), sync.end());

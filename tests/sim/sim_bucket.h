@@ -25,9 +25,26 @@ class SimBucket final : public BucketSource {
   uint64_t Put(const std::string& key, const std::string& value);
   uint64_t Delete(const std::string& key);
   uint64_t Purge(const std::string& key);  // also rolls up the key's history
+  // A nats-server 2.11 limit marker (Nats-Marker-Reason, no KV-Operation):
+  // the key's value aged out. Delivered as a delete.
+  uint64_t LimitMarker(const std::string& key);
 
   // Retention removes every message with sequence <= seq.
   void EvictThrough(uint64_t seq);
+  // Retention config as ReadStream reports it. With `max_msgs` > 0 (and
+  // discard old) every write evicts from the head down to max_msgs
+  // retained messages, as JetStream's limits do.
+  void SetMaxMsgs(int64_t max_msgs);
+  // History 1: a write removes the key's older messages (supersession, not
+  // eviction: current values stay).
+  void SetHistoryOne(bool on) { history_one_ = on; }
+  // Removes one delete marker from the log, as KV PurgeDeletes does: a
+  // delete the stream no longer shows.
+  void PurgeMarker(uint64_t seq);
+  // Messages reported in `pending` lag by this many: with n > 0 a delivery
+  // says 0 pending although up to n messages are still to come (nats-server
+  // 2.10+ updates num_pending asynchronously; a cluster replica lags).
+  void LagPending(int n) { lag_pending_ = n; }
   // Deletes and recreates the stream: new identity, sequences restart.
   void Recreate();
 
@@ -56,6 +73,8 @@ class SimBucket final : public BucketSource {
   StatusOr<StreamState> ReadStream() override;
   StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
                                            const Scope& scope) override;
+  StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
+                                                         uint64_t from_seq) override;
   Status ListKeys(const Scope& scope,
                   const std::function<Status(std::string_view, uint64_t)>& fn,
                   uint64_t* last_seq) override;
@@ -67,6 +86,7 @@ class SimBucket final : public BucketSource {
   };
   const std::vector<Record>& log() const { return log_; }
   bool server_filters() const { return server_filters_; }
+  int lag_pending() const { return lag_pending_; }
 
  private:
   uint64_t Append(const std::string& key, Op op, const std::string& value);
@@ -79,6 +99,9 @@ class SimBucket final : public BucketSource {
   std::vector<Record> log_;       // current stream, by sequence
   std::vector<BucketMessage> writes_;  // every write ever, for the truth
   bool server_filters_ = true;
+  bool history_one_ = false;
+  int64_t max_msgs_ = -1;
+  int lag_pending_ = 0;
   int reset_after_ = -1;
   int stall_ = 0;
   int unavailable_calls_ = 0;

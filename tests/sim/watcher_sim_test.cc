@@ -50,6 +50,9 @@ RunResult RunWatch(BucketSource& bucket, Fold& fold, WatchOptions o = FastOption
     return Status::OK();
   };
   o.on_applied = [&r](uint64_t c) { r.applied.push_back(c); };
+  if (std::getenv("KVFOLD_SIM_LOG") != nullptr && !o.log) {
+    o.log = [](std::string_view line) { fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data()); };
+  }
   r.status = Watch(bucket, fold, o);
   return r;
 }
@@ -172,8 +175,11 @@ TEST(WatcherSimTest, RefusesAnotherBucketOrScope) {
 }
 
 // Invariant 3 via the window check: NATS clamps silently, the watcher does not.
+// On a bucket that evicts current values, with no artifact to restore from,
+// the default repair (auto) refuses rather than guess.
 TEST(WatcherSimTest, ExpiredCursorIsDetectedAndFoldUntouched) {
   SimBucket b;
+  b.SetMaxMsgs(1000000);  // evicting config; EvictThrough does the evicting
   WriteHistory(b, 5);
   auto fold = NewMemoryFold();
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
@@ -205,6 +211,7 @@ TEST(WatcherSimTest, EvictionAtTheCursorIsNotExpiry) {
 // consumer's creation, and the delivery silently starts later.
 TEST(WatcherSimTest, EvictionRacingTheConsumerCreationIsDetected) {
   SimBucket b;
+  b.SetMaxMsgs(1000000);
   WriteHistory(b, 5);
   auto fold = NewMemoryFold();
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
@@ -218,6 +225,7 @@ TEST(WatcherSimTest, EvictionRacingTheConsumerCreationIsDetected) {
   EXPECT_EQ(Picture(*fold), before);
 }
 
+// Without a repair policy that can rebuild it, a recreated stream is refused.
 TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
   SimBucket b;
   WriteHistory(b, 5);
@@ -226,7 +234,9 @@ TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
   const std::string before = Picture(*fold);
   b.Recreate();
   WriteHistory(b, 8);  // more messages than before: last_seq alone would pass
-  Status s = RunWatch(b, *fold).status;
+  WatchOptions o = FastOptions();
+  o.repair = ExpiryRepair::kNone;
+  Status s = RunWatch(b, *fold, o).status;
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("recreated"), std::string::npos);
   EXPECT_EQ(Picture(*fold), before);

@@ -1,0 +1,81 @@
+// Expiry repair: what a watch does when retention evicted history its fold
+// needs (SPEC §5), and where it finds artifacts to restore from.
+//
+// A repair runs when the fold's cursor expired (at start, or mid-watch when
+// the floor guard trips), when the fold holds data but no cursor (an
+// unanchored fold, repaired like an expiry at revision 0), on a cursor-less
+// start on a bucket whose key listing is not the truth, and when the stream
+// was recreated. Every change a repair makes reaches the apply hook, tagged
+// with its origin, and commits under the old cursor; the cursor moves only
+// in a repair's final commit, so a crash mid-repair re-runs it.
+
+#ifndef KVFOLD_REPAIR_H_
+#define KVFOLD_REPAIR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kvfold/artifact.h"
+#include "kvfold/status.h"
+#include "kvfold/transport.h"
+
+namespace kvfold {
+
+enum class ExpiryRepair {
+  // No repair: re-list current values without deleting anything, with a
+  // warning that deleted or aged-out keys may persist. The way to start the
+  // first node of a fleet on a bucket that has already evicted and has no
+  // artifact yet.
+  kNone,
+  // Key-listing diff: delete fold keys the bucket no longer lists, then
+  // resume. Only when the listing is the truth (see retention.h); refused
+  // otherwise, fold untouched.
+  kRelist,
+  // Restore from the newest usable artifact, key by key (newer wins, a key
+  // is deleted only if the bucket does not list it live), then resume from
+  // the artifact's cursor.
+  kRestore,
+  // Relist when the listing is the truth, otherwise Restore. Never lossy:
+  // it refuses rather than guess.
+  kAuto,
+};
+
+std::string_view ExpiryRepairName(ExpiryRepair repair);  // "none", "relist", ...
+// Parses "none", "relist", "restore" or "auto"; InvalidArgument otherwise.
+StatusOr<ExpiryRepair> ParseExpiryRepair(std::string_view name);
+
+// Where Restore finds artifacts. The product's implementation reads a
+// Transport (NewArtifactSource); tests may use the same over a directory.
+// Used by one thread at a time.
+class ArtifactSource {
+ public:
+  ArtifactSource() = default;
+  ArtifactSource(const ArtifactSource&) = delete;
+  ArtifactSource& operator=(const ArtifactSource&) = delete;
+  virtual ~ArtifactSource() = default;
+
+  // "dir:/path" or "obj:bucket", for messages.
+  virtual const std::string& location() const = 0;
+
+  // The manifest the latest pointer names, its frame and signature checked.
+  // NotFound when nothing has been published yet.
+  virtual StatusOr<ArtifactManifest> Newest() = 0;
+
+  // Reads chunk `index` of `manifest` with every check the format allows
+  // (size, SHA-256, order after *previous_key, scope, revisions) and only
+  // then calls fn for each entry, in key order; advances *previous_key.
+  virtual Status ReadChunk(
+      const ArtifactManifest& manifest, size_t index, std::string* previous_key,
+      const std::function<Status(std::string_view key, uint64_t revision,
+                                 std::string_view value)>& fn) = 0;
+};
+
+// An ArtifactSource over `from` (not owned; must outlive the result),
+// checking signatures as `verify` says.
+std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions verify = {});
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_REPAIR_H_

@@ -1,0 +1,43 @@
+// Retention: what a bucket's limits mean for a fold that fell behind.
+//
+// Read fresh from the stream on every decision (limits can be edited live).
+// See SPEC §4. All functions here are pure and thread-safe.
+
+#ifndef KVFOLD_RETENTION_H_
+#define KVFOLD_RETENTION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "kvfold/bucket.h"
+
+namespace kvfold {
+
+struct Retention {
+  // The bucket can remove a key's current value: max_age > 0, per-message
+  // TTLs allowed, or discard=old under max_msgs or max_bytes. (discard=new
+  // rejects writes instead; the per-key history limit drops only
+  // superseded revisions.)
+  bool evicts_current_values = false;
+  // The first revision the stream still holds (state.first_seq).
+  uint64_t first_retained_revision = 0;
+  // The bucket evicts current values and has evicted something already:
+  // the fold must record the eviction memo.
+  bool has_evicted = false;
+  // A key listing is the truth: every live key is listed and every
+  // unlisted key is deleted. True when the bucket does not evict current
+  // values, or it has never evicted anything (first_seq <= 1), and the
+  // fold has never observed eviction.
+  bool listing_is_truth = false;
+};
+
+// Classifies `stream` for a fold whose eviction memo is `eviction_observed`.
+Retention ClassifyRetention(const StreamState& stream, bool eviction_observed);
+
+// "evicts current values (max_msgs 3000, discard old), first retained 1234",
+// for messages and logs.
+std::string DescribeRetention(const StreamState& stream, const Retention& retention);
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_RETENTION_H_

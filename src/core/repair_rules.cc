@@ -1,0 +1,161 @@
+#include "core/repair_rules.h"
+
+#include <algorithm>
+
+#include "core/mutation.h"
+
+namespace kvfold::core {
+
+const char* RepairCauseName(RepairCause cause) {
+  switch (cause) {
+    case RepairCause::kExpired:
+      return "expired cursor";
+    case RepairCause::kFloorTrip:
+      return "floor guard trip";
+    case RepairCause::kUnanchored:
+      return "unanchored fold";
+    case RepairCause::kFreshStart:
+      return "cursor-less start";
+    case RepairCause::kRecreated:
+      return "recreated stream";
+    case RepairCause::kReconcile:
+      return "reconcile";
+  }
+  return "?";
+}
+
+const char* RepairActionName(RepairAction action) {
+  switch (action) {
+    case RepairAction::kRelist:
+      return "relist";
+    case RepairAction::kRestore:
+      return "restore";
+    case RepairAction::kResync:
+      return "none (re-list current values, delete nothing)";
+    case RepairAction::kRefuse:
+      return "refuse";
+  }
+  return "?";
+}
+
+RepairChoice ChooseRepair(ExpiryRepair policy, RepairCause cause, const Retention& r) {
+  const std::string listing =
+      r.listing_is_truth ? "the key listing is the truth"
+                         : "the key listing is not the truth (the bucket evicts current values "
+                           "and has evicted, or this fold saw it evict)";
+  if (cause == RepairCause::kReconcile) {
+    if (r.listing_is_truth) return {RepairAction::kRelist, listing};
+    return {RepairAction::kRefuse, "reconcile skipped: " + listing};
+  }
+  switch (policy) {
+    case ExpiryRepair::kNone:
+      if (cause == RepairCause::kRecreated) {
+        return {RepairAction::kRefuse,
+                "repair policy none cannot rebuild a fold of a recreated stream (its revisions "
+                "are not comparable); use auto, relist or restore"};
+      }
+      return {RepairAction::kResync, "repair policy none"};
+    case ExpiryRepair::kRelist:
+      if (r.listing_is_truth || KVFOLD_MUTANT("choose-relist-on-evicting")) {
+        return {RepairAction::kRelist, listing};
+      }
+      return {RepairAction::kRefuse, "relist refused: " + listing};
+    case ExpiryRepair::kRestore:
+      return {RepairAction::kRestore, "repair policy restore"};
+    case ExpiryRepair::kAuto:
+      if (r.listing_is_truth) return {RepairAction::kRelist, "auto: " + listing};
+      return {RepairAction::kRestore, "auto: " + listing};
+  }
+  return {RepairAction::kRefuse, "unknown policy"};
+}
+
+Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
+  const std::string what = "artifact " + m.artifact_id;
+  if (m.bucket != t.bucket) {
+    return Status::FailedPrecondition(what + " is of bucket " + m.bucket + ", not " + t.bucket);
+  }
+  if (m.stream_created != t.stream_created && !KVFOLD_MUTANT("restore-ignore-identity")) {
+    return Status::FailedPrecondition(what + " comes from the stream created at " +
+                                      m.stream_created + ", but the bucket's stream was created at " +
+                                      t.stream_created);
+  }
+  auto scope = Scope::Make(m.scope);
+  if (!m.has_scope || !scope.ok()) {
+    return Status::FailedPrecondition(what + " records no usable scope");
+  }
+  if (!t.scope.CoveredBy(*scope) && !KVFOLD_MUTANT("restore-ignore-scope")) {
+    return Status::FailedPrecondition(what + " covers scope " + scope->ToString() +
+                                      " but the watch needs " + t.scope.ToString() +
+                                      "; export from a node watching that scope or wider");
+  }
+  if (t.fold_cursor && m.cursor <= *t.fold_cursor && !KVFOLD_MUTANT("restore-ignore-ahead")) {
+    return Status::FailedPrecondition(what + " is at cursor " + std::to_string(m.cursor) +
+                                      ", not ahead of the fold's cursor " +
+                                      std::to_string(*t.fold_cursor) + " (stale)");
+  }
+  if (t.first_seq > m.cursor + 1 && !KVFOLD_MUTANT("restore-ignore-retention")) {
+    return Status::FailedPrecondition(
+        what + " is at cursor " + std::to_string(m.cursor) +
+        ", outside retention: the bucket retains sequences from " + std::to_string(t.first_seq) +
+        " (export more often than retention turns over)");
+  }
+  return Status::OK();
+}
+
+std::optional<KeyChange> RestoreKey(const std::optional<Entry>& fold,
+                                    const std::optional<Entry>& artifact, bool listed_live,
+                                    uint64_t delete_revision, bool rebase) {
+  if (artifact) {
+    if (fold && !rebase && fold->revision >= artifact->revision &&
+        !KVFOLD_MUTANT("restore-artifact-always-wins")) {
+      return std::nullopt;  // the fold is newer (or the same)
+    }
+    if (fold && *fold == *artifact) return std::nullopt;
+    return KeyChange{*artifact, true};
+  }
+  if (!fold) return std::nullopt;
+  if (rebase) {
+    // Old-stream revisions say nothing about the new stream: a surviving
+    // entry keeps its state at revision 0, so any new message wins.
+    if (fold->deleted || listed_live) {
+      if (fold->revision == 0) return std::nullopt;
+      Entry e = *fold;
+      e.revision = 0;
+      return KeyChange{e, false};
+    }
+    return KeyChange{Entry{delete_revision, true, ""}, true};
+  }
+  if (fold->deleted) return std::nullopt;
+  // Only the fold has it: its value may be a write after the artifact's
+  // cursor that the resume will deliver, so delete only what the bucket
+  // does not list live.
+  if (listed_live && !KVFOLD_MUTANT("restore-delete-listed")) return std::nullopt;
+  if (fold->revision >= delete_revision) return std::nullopt;
+  return KeyChange{Entry{delete_revision, true, ""}, true};
+}
+
+std::optional<KeyChange> RelistKey(const Entry& fold, bool listed_live, uint64_t listing_revision,
+                                   bool rebase) {
+  return RestoreKey(fold, std::nullopt, listed_live, listing_revision, rebase);
+}
+
+bool FloorHolds(uint64_t first_seq, uint64_t frontier) {
+  return first_seq <= frontier + 1 || KVFOLD_MUTANT("floor-never-trips");
+}
+
+bool NothingInScopeToCome(uint64_t last_seq, std::optional<uint64_t> first_in_scope_after) {
+  if (KVFOLD_MUTANT("probe-ignore-in-flight")) return true;
+  return !first_in_scope_after || *first_in_scope_after > last_seq;
+}
+
+std::chrono::milliseconds NextFloorProbe(uint64_t headroom, double rate,
+                                         std::chrono::milliseconds longest) {
+  using std::chrono::milliseconds;
+  const milliseconds shortest(10);
+  if (rate <= 0) return longest;
+  const double ms = 1000.0 * static_cast<double>(headroom) / rate / 2;
+  if (ms >= static_cast<double>(longest.count())) return longest;
+  return std::max(shortest, milliseconds(static_cast<int64_t>(ms)));
+}
+
+}  // namespace kvfold::core

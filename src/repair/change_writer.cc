@@ -1,0 +1,76 @@
+#include "repair/change_writer.h"
+
+#include <algorithm>
+
+namespace kvfold::repair {
+
+using std::chrono::milliseconds;
+
+Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& previous,
+                         const Entry& next, bool hook) {
+  if (hook && opt_.apply) {
+    Change c;
+    c.key = key;
+    c.op = next.deleted ? Op::kDelete : Op::kPut;
+    c.value = next.value;
+    c.revision = next.revision;
+    c.previous_revision = previous ? previous->revision : 0;
+    c.origin = origin_;
+    KVFOLD_RETURN_IF_ERROR(opt_.apply(c));
+  }
+  if (hook) ++(next.deleted ? deletes_ : puts_);
+  pending_.entries[key] = next;
+  if (pending_.entries.size() >= opt_.batch_size) return Flush();
+  return Status::OK();
+}
+
+Status ChangeWriter::Flush() {
+  if (pending_.entries.empty()) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(CommitWithRetry(pending_));
+  pending_ = FoldCommit();
+  return Status::OK();
+}
+
+Status ChangeWriter::Finish(FoldCommit final_meta) {
+  final_meta.entries = std::move(pending_.entries);
+  pending_ = FoldCommit();
+  return CommitWithRetry(final_meta);
+}
+
+Status ChangeWriter::CommitWithRetry(const FoldCommit& commit) {
+  for (int failures = 1;; ++failures) {
+    Status s = fold_.Commit(commit);
+    if (s.ok()) return s;
+    if (failures >= opt_.max_commit_failures) {
+      return s.WithContext("repair commit failed " + std::to_string(failures) +
+                           " consecutive times");
+    }
+    if (opt_.log) opt_.log("repair commit failed (" + s.ToString() + "); retrying");
+    clock_.SleepFor(std::min(milliseconds(100) * failures, milliseconds(2000)), std::stop_token());
+  }
+}
+
+StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
+  if (pos_ < page_.size()) return &page_[pos_];
+  if (done_) return nullptr;
+  page_.clear();
+  pos_ = 0;
+  constexpr size_t kPage = 1024;
+  size_t seen = 0;
+  std::string last;
+  Status s = fold_.ScanFrom(next_start_, true, [&](std::string_view k, const Entry& e) {
+    last.assign(k);
+    ++seen;
+    if (scope_.Contains(k)) page_.emplace_back(std::string(k), e);
+    return page_.size() < kPage && seen < 16 * kPage;
+  });
+  KVFOLD_RETURN_IF_ERROR(s);
+  if (seen == 0) {
+    done_ = true;
+    return nullptr;
+  }
+  next_start_ = last + '\0';  // the smallest key after `last`
+  return Peek();
+}
+
+}  // namespace kvfold::repair

@@ -1,0 +1,69 @@
+// How a repair writes: each change goes to the apply hook first, then into
+// a commit of up to batch_size changes with no cursor (the old cursor
+// stays), retried like the watch's own commits. Only Finish carries the
+// repair's final metadata, the cursor among it.
+
+#ifndef KVFOLD_REPAIR_CHANGE_WRITER_H_
+#define KVFOLD_REPAIR_CHANGE_WRITER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kvfold/clock.h"
+#include "kvfold/fold.h"
+#include "kvfold/watcher.h"
+
+namespace kvfold::repair {
+
+class ChangeWriter {
+ public:
+  ChangeWriter(Fold& fold, const WatchOptions& options, Clock& clock, ChangeOrigin origin)
+      : fold_(fold), opt_(options), clock_(clock), origin_(origin) {}
+
+  // Records `next` for `key` (whose fold entry was `previous`), calling the
+  // hook first when `hook`; commits when the batch is full.
+  Status Add(const std::string& key, const std::optional<Entry>& previous, const Entry& next,
+             bool hook);
+  // Commits what is pending, without a cursor.
+  Status Flush();
+  // Commits what is pending together with `final_meta`.
+  Status Finish(FoldCommit final_meta);
+
+  uint64_t puts() const { return puts_; }
+  uint64_t deletes() const { return deletes_; }
+
+ private:
+  Status CommitWithRetry(const FoldCommit& commit);
+
+  Fold& fold_;
+  const WatchOptions& opt_;
+  Clock& clock_;
+  ChangeOrigin origin_;
+  FoldCommit pending_;
+  uint64_t puts_ = 0;
+  uint64_t deletes_ = 0;
+};
+
+// A fold's entries in key order, page by page (bounded memory), skipping
+// keys outside `scope`. Pages are read after earlier pages' changes were
+// committed; a repair only writes keys it has already passed.
+class FoldWalker {
+ public:
+  FoldWalker(Fold& fold, const Scope& scope) : fold_(fold), scope_(scope) {}
+  // The next entry, or nullptr at the end. Valid until Pop().
+  StatusOr<const std::pair<std::string, Entry>*> Peek();
+  void Pop() { ++pos_; }
+
+ private:
+  Fold& fold_;
+  const Scope& scope_;
+  std::vector<std::pair<std::string, Entry>> page_;
+  size_t pos_ = 0;
+  std::string next_start_;
+  bool done_ = false;
+};
+
+}  // namespace kvfold::repair
+
+#endif  // KVFOLD_REPAIR_CHANGE_WRITER_H_

@@ -1,0 +1,73 @@
+#include "repair/listed_keys.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace kvfold::repair {
+
+namespace fs = std::filesystem;
+
+ListedKeys::ListedKeys(size_t memory_keys, std::string spill_dir)
+    : memory_keys_(memory_keys), spill_parent_(std::move(spill_dir)) {}
+
+ListedKeys::~ListedKeys() {
+  db_.reset();
+  if (!spill_path_.empty()) {
+    std::error_code ec;
+    fs::remove_all(spill_path_, ec);
+  }
+}
+
+Status ListedKeys::Spill() {
+  std::error_code ec;
+  const fs::path parent = spill_parent_.empty() ? fs::temp_directory_path(ec) : fs::path(spill_parent_);
+  std::string tmpl = (parent / "kvfold-listing-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return Status::IOError("cannot create a directory under " + parent.string() +
+                           " to spill a key listing");
+  }
+  spill_path_ = tmpl;
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  auto s = rocksdb::DB::Open(o, spill_path_, &raw);
+  if (!s.ok()) return Status::IOError("opening a key-listing spill at " + spill_path_ + ": " + s.ToString());
+  db_.reset(raw);
+  rocksdb::WriteBatch batch;
+  for (const auto& k : memory_) batch.Put(k, "");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;  // scratch data: a crash re-runs the whole repair
+  s = db_->Write(wo, &batch);
+  if (!s.ok()) return Status::IOError("spilling a key listing: " + s.ToString());
+  memory_.clear();
+  return Status::OK();
+}
+
+Status ListedKeys::Add(std::string_view key) {
+  if (db_ == nullptr) {
+    if (memory_.emplace(key).second) ++count_;
+    if (memory_.size() > memory_keys_) return Spill();
+    return Status::OK();
+  }
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  auto s = db_->Put(wo, rocksdb::Slice(key.data(), key.size()), "");
+  if (!s.ok()) return Status::IOError("spilling a key listing: " + s.ToString());
+  ++count_;  // a listing names each key once
+  return Status::OK();
+}
+
+StatusOr<bool> ListedKeys::Contains(std::string_view key) {
+  if (db_ == nullptr) return memory_.find(key) != memory_.end();
+  std::string v;
+  auto s = db_->Get(rocksdb::ReadOptions(), rocksdb::Slice(key.data(), key.size()), &v);
+  if (s.IsNotFound()) return false;
+  if (!s.ok()) return Status::IOError("reading a spilled key listing: " + s.ToString());
+  return true;
+}
+
+}  // namespace kvfold::repair

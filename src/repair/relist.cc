@@ -1,0 +1,64 @@
+// Relist: the key-listing diff (SPEC §5). On a bucket whose listing is the
+// truth current values are never evicted, so after a gap only deletes can
+// be missing: a headers-only listing finds them, no value is fetched.
+
+#include "core/repair_rules.h"
+#include "kvfold/retention.h"
+#include "repair/change_writer.h"
+#include "repair/listed_keys.h"
+#include "repair/repair_drivers.h"
+
+namespace kvfold::repair {
+
+Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool rebase,
+                 FoldCommit final_meta, RelistResult* out) {
+  ListedKeys listed(env.options.listing_memory_keys, env.options.spill_dir);
+  uint64_t listing_revision = 0;
+  KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
+      scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
+      &listing_revision));
+  // A bucket that began evicting during the listing may have dropped keys
+  // from it: then the listing is no proof of deletion.
+  auto after = env.source.ReadStream();
+  if (!after.ok()) return after.status();
+  const Retention retention = ClassifyRetention(*after, env.eviction_observed);
+  if (!retention.listing_is_truth) {
+    return Status::FailedPrecondition("the key listing stopped being the truth while it ran: " +
+                                      DescribeRetention(*after, retention));
+  }
+  out->listing_revision = listing_revision;
+  out->listed = listed.size();
+
+  ChangeWriter writer(env.fold, env.options, env.clock, origin);
+  FoldWalker walker(env.fold, scope);
+  uint64_t since_stop_check = 0;
+  while (true) {
+    auto next = walker.Peek();
+    if (!next.ok()) return next.status();
+    if (*next == nullptr) break;
+    const auto& [key, entry] = **next;
+    bool live = false;
+    if (!entry.deleted) {
+      auto c = listed.Contains(key);
+      if (!c.ok()) return c.status();
+      live = *c;
+    }
+    if (auto change = core::RelistKey(entry, live, listing_revision, rebase)) {
+      KVFOLD_RETURN_IF_ERROR(writer.Add(key, entry, change->entry, change->hook));
+    }
+    walker.Pop();
+    if (++since_stop_check >= env.options.batch_size) {
+      since_stop_check = 0;
+      if (env.options.stop.stop_requested()) {
+        KVFOLD_RETURN_IF_ERROR(writer.Flush());
+        out->deleted = writer.deletes();
+        out->stopped = true;
+        return Status::OK();
+      }
+    }
+  }
+  out->deleted = writer.deletes();
+  return writer.Finish(std::move(final_meta));
+}
+
+}  // namespace kvfold::repair

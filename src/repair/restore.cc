@@ -1,0 +1,221 @@
+// Restore: from the newest usable artifact, key by key (SPEC §5).
+//
+// Nothing reaches the fold before the artifact's every chunk verified and
+// its conditions held twice (before the download, and against fresh
+// retention after it and after the listing). Both sides are then walked in
+// key order, chunk by chunk, each chunk committing under the old cursor;
+// the cursor moves to the artifact's only in the final commit, so a crash
+// mid-restore re-runs it, and re-running it changes nothing already done.
+
+#include <algorithm>
+#include <vector>
+
+#include "core/mutation.h"
+#include "core/repair_rules.h"
+#include "kvfold/retention.h"
+#include "repair/change_writer.h"
+#include "repair/listed_keys.h"
+#include "repair/repair_drivers.h"
+
+namespace kvfold::repair {
+namespace {
+
+using std::chrono::milliseconds;
+
+// One attempt. *retry says whether a failure may pass with time (no usable
+// artifact yet) rather than being a fault of the fold.
+Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out, bool* retry) {
+  *retry = true;
+  ArtifactSource& artifacts = *env.options.artifacts;
+  auto manifest = artifacts.Newest();
+  if (!manifest.ok()) return manifest.status();
+  const ArtifactManifest& m = *manifest;
+
+  auto check = [&](const char* when) -> StatusOr<StreamState> {
+    auto state = env.source.ReadStream();
+    if (!state.ok()) return state.status();
+    core::RestoreTarget target{env.source.bucket(), state->created, req.scope,
+                               req.rebase ? std::nullopt : req.fold_cursor, state->first_seq};
+    Status s = core::CheckRestore(m, target);
+    if (!s.ok()) return s.WithContext(when);
+    return state;
+  };
+  auto before = check("before the download");
+  if (!before.ok()) return before.status();
+
+  // (e) The whole artifact verifies before the fold is touched.
+  {
+    std::string previous;
+    uint64_t entries = 0;
+    for (size_t i = 0; i < m.chunks.size(); ++i) {
+      KVFOLD_RETURN_IF_ERROR(artifacts.ReadChunk(
+          m, i, &previous, [&entries](std::string_view, uint64_t, std::string_view) {
+            ++entries;
+            return Status::OK();
+          }));
+      if (env.options.stop.stop_requested()) {
+        out->stopped = true;
+        return Status::OK();
+      }
+    }
+    if (entries != m.entry_count) {
+      return Status::Corruption("artifact " + m.artifact_id + " lists " +
+                                std::to_string(m.entry_count) + " entries but its chunks hold " +
+                                std::to_string(entries));
+    }
+  }
+  auto after_download = check("after the download");
+  if (!after_download.ok()) return after_download.status();
+
+  // Keys only the fold holds are deleted only if the bucket does not list
+  // them live; the listing is a proof only while nothing after the
+  // artifact's cursor has been evicted, so retention is read again after it.
+  ListedKeys listed(env.options.listing_memory_keys, env.options.spill_dir);
+  uint64_t listing_revision = 0;
+  KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
+      req.scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
+      &listing_revision));
+  auto after_listing = check("after the key listing");
+  if (!after_listing.ok()) return after_listing.status();
+  out->listed = listed.size();
+  const bool evicted = m.eviction_observed || env.eviction_observed ||
+                       ClassifyRetention(*after_listing, true).has_evicted;
+
+  // From here on the fold changes: only its own faults are final.
+  ChangeWriter writer(env.fold, env.options, env.clock, ChangeOrigin::kRestore);
+  FoldWalker walker(env.fold, req.scope);
+  auto apply = [&](const std::string& key, const std::optional<Entry>& fold,
+                   const std::optional<Entry>& art) -> Status {
+    bool live = false;
+    if (fold && !art && !fold->deleted) {
+      auto c = listed.Contains(key);
+      if (!c.ok()) return c.status();
+      live = *c;
+    }
+    auto change = core::RestoreKey(fold, art, live, listing_revision, req.rebase);
+    if (!change) return Status::OK();
+    if (art && change->entry == *art) ++out->taken;
+    *retry = false;
+    Status s = writer.Add(key, fold, change->entry, change->hook);
+    *retry = true;
+    return s;
+  };
+  // Fold keys before `bound` (all when nullptr) are the fold's alone.
+  auto fold_only_before = [&](const std::string* bound) -> Status {
+    while (true) {
+      auto f = walker.Peek();
+      if (!f.ok()) {
+        *retry = false;
+        return f.status();
+      }
+      if (*f == nullptr || (bound != nullptr && (*f)->first >= *bound)) return Status::OK();
+      KVFOLD_RETURN_IF_ERROR(apply((*f)->first, (*f)->second, std::nullopt));
+      walker.Pop();
+    }
+  };
+
+  std::string previous;
+  std::vector<std::pair<std::string, Entry>> chunk;
+  for (size_t i = 0; i < m.chunks.size(); ++i) {
+    chunk.clear();
+    // Re-read and re-checked: it may have been pruned or replaced since.
+    KVFOLD_RETURN_IF_ERROR(artifacts.ReadChunk(
+        m, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view value) {
+          if (req.scope.Contains(key)) {
+            chunk.emplace_back(std::string(key), Entry{rev, false, std::string(value)});
+          }
+          return Status::OK();
+        }));
+    for (const auto& [key, art] : chunk) {
+      KVFOLD_RETURN_IF_ERROR(fold_only_before(&key));
+      auto f = walker.Peek();
+      if (!f.ok()) {
+        *retry = false;
+        return f.status();
+      }
+      std::optional<Entry> fold;
+      if (*f != nullptr && (*f)->first == key) {
+        fold = (*f)->second;
+        walker.Pop();
+      }
+      KVFOLD_RETURN_IF_ERROR(apply(key, fold, art));
+    }
+    // Shutdown is observed between chunks; what was committed stays under
+    // the old cursor and a later run finishes the restore.
+    if (env.options.stop.stop_requested()) {
+      *retry = false;
+      KVFOLD_RETURN_IF_ERROR(writer.Flush());
+      out->stopped = true;
+      return Status::OK();
+    }
+    if (KVFOLD_MUTANT("restore-cursor-every-chunk")) {
+      FoldCommit early;
+      early.cursor = m.cursor;
+      *retry = false;
+      KVFOLD_RETURN_IF_ERROR(writer.Finish(early));
+    }
+  }
+  KVFOLD_RETURN_IF_ERROR(fold_only_before(nullptr));
+
+  FoldCommit final_meta;
+  final_meta.cursor = m.cursor;
+  final_meta.stream_created = after_listing->created;
+  final_meta.rebase = req.rebase;
+  if (evicted) final_meta.eviction_observed = true;
+  *retry = false;
+  out->deleted = writer.deletes();
+  out->artifact_id = m.artifact_id;
+  out->cursor = m.cursor;
+  final_meta.last_repair = "restore from artifact " + m.artifact_id + " at " +
+                           artifacts.location() + ": cursor " +
+                           (req.fold_cursor ? std::to_string(*req.fold_cursor) : "<none>") +
+                           " -> " + std::to_string(m.cursor) + ", " + std::to_string(out->taken) +
+                           " taken, " + std::to_string(out->deleted) + " deleted, " +
+                           std::to_string(out->listed) + " listed";
+  return writer.Finish(std::move(final_meta));
+}
+
+}  // namespace
+
+Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out) {
+  const WatchOptions& opt = env.options;
+  if (opt.artifacts == nullptr) {
+    return Status::CursorExpired(
+        "a restore is needed but no artifact location is configured (--artifacts); start one "
+        "node with --repair none, export from it (--export-to), then start the rest with "
+        "--artifacts pointing there");
+  }
+  const auto deadline = env.clock.Now() + opt.repair_timeout;
+  milliseconds backoff = opt.reconnect_backoff_min;
+  while (true) {
+    const int attempts = out->attempts + 1;
+    *out = RestoreResult();
+    out->attempts = attempts;
+    bool retry = true;
+    Status s = TryRestore(env, req, out, &retry);
+    if (s.ok() || out->stopped) return Status::OK();
+    if (!retry) return s;
+    const std::string reason = s.ToString();
+    if (env.clock.Now() + backoff > deadline) {
+      return Status::CursorExpired(
+          "no usable artifact at " + opt.artifacts->location() + " within the repair timeout (" +
+          std::to_string(out->attempts) + " attempts; last: " + reason +
+          "). Export a fresh artifact from a node that is up to date (kvfold export or mirror "
+          "--export-to), or, knowing that deleted or aged-out keys may persist, run with "
+          "--repair none");
+    }
+    if (opt.log) {
+      opt.log("restore attempt " + std::to_string(out->attempts) + ": no usable artifact at " +
+              opt.artifacts->location() + " (" + reason + "); retrying in " +
+              std::to_string(backoff.count()) + " ms");
+    }
+    env.clock.SleepFor(backoff, opt.stop);
+    if (opt.stop.stop_requested()) {
+      out->stopped = true;
+      return Status::OK();
+    }
+    backoff = std::min(backoff * 2, opt.reconnect_backoff_max);
+  }
+}
+
+}  // namespace kvfold::repair
