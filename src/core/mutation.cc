@@ -9,12 +9,23 @@ namespace {
 
 // Every mutation point in the code base; scripts/mutations.sh runs each.
 constexpr const char* kKnown[] = {
-    "window-skip-before-open",    // watcher: no window check before the consumer
-    "window-skip-after-open",     // watcher: no window check after the consumer
+    "window-skip-check",          // watcher: no window check at a session's start
     "window-ignore-identity",     // window: a recreated stream passes
     "window-ignore-first-seq",    // window: evicted history passes
+    "floor-skip-midwatch",        // watcher: the mid-watch floor check never trips
+    "probe-ignore-in-flight",     // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",      // watcher: a failed commit loses its batch
-    "probe-ignore-drain",         // watcher: cursor jumps without proof of drain
+    "repair-skip-flush",          // watcher: repairs without flushing what was received
+    "retention-listing-always-truth",  // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",  // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",    // restore: an artifact of another stream is used
+    "restore-ignore-scope",       // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",       // restore: a stale artifact is used
+    "restore-ignore-retention",   // restore: an artifact outside retention is used
+    "restore-artifact-always-wins",  // restore: an older artifact entry replaces a newer one
+    "restore-delete-listed",      // restore: a key the bucket lists live is deleted
+    "repair-never-deletes",       // relist/restore: unlisted keys are kept
+    "restore-cursor-every-chunk", // restore: the cursor moves before the final commit
     "fold-cursor-backward",       // stores: the cursor may move backward
     "fold-message-ignore-revision",  // core: an older message overwrites a newer entry
     "seed-skip-verify-pass",      // seed: writes before the whole artifact verified

@@ -125,7 +125,7 @@ std::optional<KeyChange> RestoreKey(const std::optional<Entry>& fold,
     }
     return KeyChange{Entry{delete_revision, true, ""}, true};
   }
-  if (fold->deleted) return std::nullopt;
+  if (fold->deleted || KVFOLD_MUTANT("repair-never-deletes")) return std::nullopt;
   // Only the fold has it: its value may be a write after the artifact's
   // cursor that the resume will deliver, so delete only what the bucket
   // does not list live.
@@ -140,7 +140,7 @@ std::optional<KeyChange> RelistKey(const Entry& fold, bool listed_live, uint64_t
 }
 
 bool FloorHolds(uint64_t first_seq, uint64_t frontier) {
-  return first_seq <= frontier + 1 || KVFOLD_MUTANT("floor-never-trips");
+  return first_seq <= frontier + 1;
 }
 
 bool NothingInScopeToCome(uint64_t last_seq, std::optional<uint64_t> first_in_scope_after) {

@@ -169,7 +169,7 @@ Status WatchLoop::Run() {
     if (end == SessionEnd::kRepair) {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
-      KVFOLD_RETURN_IF_ERROR(Flush());
+      if (!KVFOLD_MUTANT("repair-skip-flush")) KVFOLD_RETURN_IF_ERROR(Flush());
       Status r = Repair();
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
@@ -435,7 +435,9 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
   }
   head_sample_ = std::make_pair(last_floor_check_, state->first_seq);
   std::string why;
-  switch (core::CheckWindow(source_.bucket(), *state, verified_, stream_created_, &why)) {
+  auto fault = core::CheckWindow(source_.bucket(), *state, verified_, stream_created_, &why);
+  if (KVFOLD_MUTANT("floor-skip-midwatch")) fault = core::WindowFault::kNone;
+  switch (fault) {
     case core::WindowFault::kRecreated:
       NeedRepair(core::RepairCause::kRecreated, why);
       return state;

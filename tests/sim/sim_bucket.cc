@@ -138,8 +138,12 @@ uint64_t SimBucket::LimitMarker(const std::string& key) {
 void SimBucket::SetMaxMsgs(int64_t max_msgs) { max_msgs_ = max_msgs; }
 
 void SimBucket::PurgeMarker(uint64_t seq) {
-  auto& r = log_[seq - 1];
-  if (r.message.op != Op::kPut) r.retained = false;
+  // KV PurgeDeletes purges the subject: the marker and all before it.
+  const BucketMessage& marker = log_[seq - 1].message;
+  if (marker.op == Op::kPut) return;
+  for (auto& r : log_) {
+    if (r.message.key == marker.key && r.message.seq <= seq) r.retained = false;
+  }
 }
 
 uint64_t SimBucket::Put(const std::string& key, const std::string& value) {
@@ -169,6 +173,7 @@ std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t throu
 }
 
 StatusOr<StreamState> SimBucket::ReadStream() {
+  if (on_read_stream) on_read_stream();
   if (unavailable_calls_ > 0) {
     --unavailable_calls_;
     return Status::Unavailable("simulated outage");

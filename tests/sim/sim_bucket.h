@@ -38,8 +38,8 @@ class SimBucket final : public BucketSource {
   // History 1: a write removes the key's older messages (supersession, not
   // eviction: current values stay).
   void SetHistoryOne(bool on) { history_one_ = on; }
-  // Removes one delete marker from the log, as KV PurgeDeletes does: a
-  // delete the stream no longer shows.
+  // Removes a delete marker and the key's messages before it, as KV
+  // PurgeDeletes does: a delete the stream no longer shows.
   void PurgeMarker(uint64_t seq);
   // Messages reported in `pending` lag by this many: with n > 0 a delivery
   // says 0 pending although up to n messages are still to come (nats-server
@@ -58,6 +58,9 @@ class SimBucket final : public BucketSource {
   void StallDeliveries(int n) { stall_ = n; }
   // Runs right after each delivery is opened (to race retention with it).
   std::function<void()> on_open;
+  // Runs at the start of each ReadStream: time passing between the
+  // watcher's reads (writes that churn the head).
+  std::function<void()> on_read_stream;
   // Makes ReadStream/Open answer Unavailable `n` times.
   void FailNextCalls(int n) { unavailable_calls_ = n; }
 

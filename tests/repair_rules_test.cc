@@ -1,0 +1,164 @@
+// The pure repair decisions (src/core/repair_rules.h, kvfold/retention.h)
+// against their specification in SPEC §3–5, case by case.
+
+#include "core/repair_rules.h"
+
+#include <gtest/gtest.h>
+
+#include "nats/kv_subjects.h"
+
+namespace kvfold::core {
+namespace {
+
+StreamState Evicting(uint64_t first) {
+  StreamState s;
+  s.created = "t1";
+  s.first_seq = first;
+  s.last_seq = first + 100;
+  s.max_msgs = 3000;
+  return s;
+}
+
+StreamState Keeping(uint64_t first) {
+  StreamState s = Evicting(first);
+  s.max_msgs = -1;
+  s.history = 1;
+  return s;
+}
+
+TEST(RetentionTest, WhatEvictsCurrentValues) {
+  StreamState s = Keeping(1);
+  EXPECT_FALSE(ClassifyRetention(s, false).evicts_current_values);
+  s.max_age_ns = 1;
+  EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
+  s = Keeping(1);
+  s.allow_msg_ttl = true;
+  EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
+  s = Keeping(1);
+  s.max_bytes = 1 << 20;
+  EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
+  s.discard_new = true;  // rejects writes instead
+  EXPECT_FALSE(ClassifyRetention(s, false).evicts_current_values);
+}
+
+TEST(RetentionTest, ListingIsTruthUntilEvictionIsSeenAndForeverAfter) {
+  EXPECT_TRUE(ClassifyRetention(Keeping(5000), false).listing_is_truth);  // superseded only
+  EXPECT_TRUE(ClassifyRetention(Evicting(1), false).listing_is_truth);    // never evicted
+  EXPECT_FALSE(ClassifyRetention(Evicting(2), false).listing_is_truth);
+  EXPECT_TRUE(ClassifyRetention(Evicting(2), false).has_evicted);
+  // The memo: once seen, a listing is never the truth again, even with the
+  // limit removed (aged-out keys stay missing from listings).
+  EXPECT_FALSE(ClassifyRetention(Keeping(5000), true).listing_is_truth);
+}
+
+TEST(ChooseRepairTest, EachPolicyOnEachBucketKind) {
+  const Retention truth = ClassifyRetention(Keeping(9), false);
+  const Retention evicted = ClassifyRetention(Evicting(9), false);
+  const auto c = RepairCause::kExpired;
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kAuto, c, truth).action, RepairAction::kRelist);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kAuto, c, evicted).action, RepairAction::kRestore);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kRelist, c, truth).action, RepairAction::kRelist);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kRelist, c, evicted).action, RepairAction::kRefuse);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kRestore, c, truth).action, RepairAction::kRestore);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kNone, c, evicted).action, RepairAction::kResync);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kNone, RepairCause::kRecreated, truth).action,
+            RepairAction::kRefuse);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kNone, RepairCause::kReconcile, truth).action,
+            RepairAction::kRelist);
+  EXPECT_EQ(ChooseRepair(ExpiryRepair::kAuto, RepairCause::kReconcile, evicted).action,
+            RepairAction::kRefuse);
+}
+
+ArtifactManifest Manifest(uint64_t cursor, std::vector<std::string> scope = {""}) {
+  ArtifactManifest m;
+  m.artifact_id = "a1";
+  m.bucket = "b";
+  m.stream_created = "t1";
+  m.scope = std::move(scope);
+  m.has_scope = true;
+  m.cursor = cursor;
+  return m;
+}
+
+TEST(CheckRestoreTest, EveryCondition) {
+  RestoreTarget t{"b", "t1", Scope(), uint64_t{100}, 150};
+  EXPECT_TRUE(CheckRestore(Manifest(200), t).ok());
+  EXPECT_TRUE(CheckRestore(Manifest(149), t).ok());  // first_seq == A + 1
+  // (b) strictly ahead
+  EXPECT_NE(CheckRestore(Manifest(100), t).message().find("stale"), std::string::npos);
+  // (c) inside retention
+  EXPECT_NE(CheckRestore(Manifest(148), t).message().find("outside retention"),
+            std::string::npos);
+  // (a) scope covers
+  RestoreTarget narrow = t;
+  narrow.scope = *Scope::Make({"a.", "b."});
+  EXPECT_TRUE(CheckRestore(Manifest(200, {"a."}), narrow).IsFailedPrecondition());
+  EXPECT_TRUE(CheckRestore(Manifest(200, {""}), narrow).ok());
+  EXPECT_TRUE(CheckRestore(Manifest(200, {"a.", "b."}), narrow).ok());
+  // (d) same stream identity and bucket
+  RestoreTarget other = t;
+  other.stream_created = "t2";
+  EXPECT_TRUE(CheckRestore(Manifest(200), other).IsFailedPrecondition());
+  other = t;
+  other.bucket = "c";
+  EXPECT_TRUE(CheckRestore(Manifest(200), other).IsFailedPrecondition());
+  // No fold cursor (unanchored, fresh start): any artifact inside retention.
+  RestoreTarget fresh = t;
+  fresh.fold_cursor.reset();
+  EXPECT_TRUE(CheckRestore(Manifest(149), fresh).ok());
+}
+
+Entry Live(uint64_t rev, std::string v = "v") { return Entry{rev, false, std::move(v)}; }
+Entry Dead(uint64_t rev) { return Entry{rev, true, ""}; }
+
+TEST(RestoreKeyTest, NewerWinsAndDeleteOnlyWhatIsNotListedLive) {
+  // both: newer wins
+  EXPECT_FALSE(RestoreKey(Live(9), Live(5), false, 50, false));
+  EXPECT_EQ(RestoreKey(Live(5), Live(9, "a"), false, 50, false)->entry, Live(9, "a"));
+  // only the artifact: taken, unless a fold tombstone is newer
+  EXPECT_EQ(RestoreKey(std::nullopt, Live(9), false, 50, false)->entry, Live(9));
+  EXPECT_FALSE(RestoreKey(Dead(12), Live(9), false, 50, false));
+  EXPECT_EQ(RestoreKey(Dead(3), Live(9), false, 50, false)->entry, Live(9));
+  // only the fold: deleted only when not listed live, at the listing's revision
+  EXPECT_FALSE(RestoreKey(Live(7), std::nullopt, true, 50, false));
+  auto del = RestoreKey(Live(7), std::nullopt, false, 50, false);
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->entry, Dead(50));
+  EXPECT_TRUE(del->hook);
+  EXPECT_FALSE(RestoreKey(Dead(7), std::nullopt, false, 50, false));
+  // rebase (recreated stream): old revisions are not compared
+  EXPECT_EQ(RestoreKey(Live(900), Live(3, "n"), false, 50, true)->entry, Live(3, "n"));
+  auto kept = RestoreKey(Live(900, "x"), std::nullopt, true, 50, true);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->entry, Live(0, "x"));
+  EXPECT_FALSE(kept->hook);
+}
+
+TEST(FloorTest, HoldsWhileNextIsRetainedAndProofNeedsTheStore) {
+  EXPECT_TRUE(FloorHolds(11, 10));
+  EXPECT_FALSE(FloorHolds(12, 10));
+  EXPECT_TRUE(NothingInScopeToCome(100, std::nullopt));
+  EXPECT_TRUE(NothingInScopeToCome(100, uint64_t{101}));
+  EXPECT_FALSE(NothingInScopeToCome(100, uint64_t{100}));
+}
+
+TEST(FloorTest, ProbeComesSoonerWhenTheHeadApproaches) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(NextFloorProbe(3000, 0, milliseconds(1000)), milliseconds(1000));
+  EXPECT_EQ(NextFloorProbe(3000, 10000, milliseconds(1000)), milliseconds(150));
+  EXPECT_EQ(NextFloorProbe(10, 10000, milliseconds(1000)), milliseconds(10));
+}
+
+TEST(KvOperationTest, LimitMarkersAreDeletes) {
+  using nats::OpOfHeaders;
+  EXPECT_EQ(OpOfHeaders("", ""), Op::kPut);
+  EXPECT_EQ(OpOfHeaders("DEL", ""), Op::kDelete);
+  EXPECT_EQ(OpOfHeaders("PURGE", ""), Op::kPurge);
+  for (const char* reason : {"MaxAge", "Purge", "Remove"}) {
+    EXPECT_EQ(OpOfHeaders("", reason), Op::kDelete) << reason;
+  }
+  EXPECT_FALSE(OpOfHeaders("FROB", "").has_value());
+}
+
+}  // namespace
+}  // namespace kvfold::core

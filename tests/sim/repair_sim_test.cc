@@ -1,0 +1,542 @@
+// Expiry repair driven through the product's watch loop and repair code,
+// against the simulated bucket, real folds and a real directory transport
+// for artifacts. Each test names the SPEC §2/§5 rule it guards. The oracles:
+// the fold equals the truth (every write minus every real delete, in scope),
+// the apply hook's view equals the fold, and the hook never sees a revision
+// go backward or a live key deleted.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "fold_view.h"
+#include "kvfold/artifact.h"
+#include "kvfold/repair.h"
+#include "kvfold/transport.h"
+#include "kvfold/watcher.h"
+#include "sim/fault_fold.h"
+#include "sim/sim_bucket.h"
+#include "test_dir.h"
+
+namespace kvfold {
+namespace {
+
+using sim::Fault;
+using sim::FaultFold;
+using sim::SimBucket;
+
+WatchOptions Fast() {
+  WatchOptions o;
+  o.linger = std::chrono::milliseconds(1);
+  o.reconnect_backoff_min = std::chrono::milliseconds(1);
+  o.reconnect_backoff_max = std::chrono::milliseconds(4);
+  o.idle_probe = std::chrono::milliseconds(5);
+  o.floor_check = std::chrono::milliseconds(0);
+  o.repair_timeout = std::chrono::milliseconds(50);
+  o.until_caught_up = true;
+  if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
+    o.log = [](std::string_view l) { fprintf(stderr, "watch: %.*s\n", (int)l.size(), l.data()); };
+  }
+  return o;
+}
+
+// A node of the fleet: a fold, and the domain state its apply hook keeps.
+struct Node {
+  std::unique_ptr<Fold> fold = NewMemoryFold();
+  std::map<std::string, Entry> hook_view;  // live keys as the hook sees them
+  std::map<std::string, uint64_t> last_revision;
+  std::map<ChangeOrigin, int> by_origin;
+  std::vector<std::string> violations;
+  std::vector<std::string> log;
+};
+
+// Runs a watch for node `n`; `extra` runs after the oracle's bookkeeping in
+// the apply hook (to make the bucket race ahead while the node is busy).
+Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = nullptr,
+               std::function<Status(const Change&)> extra = nullptr) {
+  o.apply = [&n, &b, scope = o.scope, extra](const Change& c) {
+    const std::string key(c.key);
+    ++n.by_origin[c.origin];
+    auto last = n.last_revision.find(key);
+    if (last != n.last_revision.end() && c.revision <= last->second) {
+      n.violations.push_back("revision went backward for " + key);
+    }
+    n.last_revision[key] = c.revision;
+    if (c.op == Op::kPut) {
+      n.hook_view[key] = Entry{c.revision, false, std::string(c.value)};
+    } else {
+      // No phantom delete: the key must not be live in the truth at the
+      // delete's revision with a later write... judged at the end; here,
+      // a delete of a key the truth has live *now* with an older revision.
+      auto truth = b.Truth(scope);
+      auto t = truth.find(key);
+      if (t != truth.end() && t->second.revision <= c.revision) {
+        n.violations.push_back("phantom delete of " + key);
+      }
+      n.hook_view.erase(key);
+    }
+    return extra ? extra(c) : Status::OK();
+  };
+  auto user_log = o.log;
+  o.log = [&n, user_log](std::string_view l) {
+    n.log.emplace_back(l);
+    if (user_log) user_log(l);
+  };
+  return Watch(b, fold != nullptr ? *fold : *n.fold, o);
+}
+
+bool Logged(const Node& n, const std::string& what) {
+  for (const auto& l : n.log) {
+    if (l.find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// An artifact location (a real directory transport) and exports into it.
+class Artifacts {
+ public:
+  Artifacts() {
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
+                           TransportOptions{.create_if_missing = true});
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    transport_ = std::move(t).value();
+    source_ = NewArtifactSource(*transport_);
+  }
+  void Export(Fold& fold) {
+    auto m = ExportArtifact(fold, *transport_, ExportOptions{});
+    ASSERT_TRUE(m.ok() || m.status().IsAlreadyExists()) << m.status().ToString();
+  }
+  ArtifactSource* source() { return source_.get(); }
+
+ private:
+  TestDir dir_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ArtifactSource> source_;
+};
+
+void ExpectConverged(SimBucket& b, Node& n, const Scope& scope = Scope()) {
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(scope));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+  EXPECT_TRUE(n.violations.empty()) << n.violations.front();
+}
+
+// SPEC §5 Relist, on the everyday bucket (history 1, no limits): a gap is
+// overwrites, not loss. Only a purged delete marker can be missing, and the
+// headers-only listing finds it; no value is fetched.
+TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int round = 1; round <= 20; ++round) {
+    for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+  }
+  b.Delete("k.3");
+  const uint64_t marker = b.Delete("k.4");
+  b.Purge("k.5");
+  b.Put("k.0", "last");
+  b.PurgeMarker(marker);  // PurgeDeletes: the stream no longer shows k.4's delete
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRestore], 0);
+  // k.3, k.4 and k.5 are not listed: deleted by the relist (k.4's marker is
+  // gone, so only the relist can delete it); no value was fetched.
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 3);
+  EXPECT_TRUE(Logged(n, "no values fetched"));
+  EXPECT_NE(n.fold->ReadMeta()->last_repair.find("relist"), std::string::npos);
+}
+
+// SPEC §5 Relist refused where the listing is not the truth.
+TEST(RepairSimTest, RelistIsRefusedOnAnEvictingBucketAndTheFoldIsUntouched) {
+  SimBucket b;
+  b.SetMaxMsgs(20);
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int i = 0; i < 40; ++i) b.Put("z." + std::to_string(i), "v");
+  const std::string before = Picture(*n.fold);
+  WatchOptions o = Fast();
+  o.repair = ExpiryRepair::kRelist;
+  Status s = RunNode(b, n, o);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("relist refused"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--repair none"), std::string::npos) << s.message();
+  EXPECT_EQ(Picture(*n.fold), before);
+  EXPECT_TRUE(n.fold->ReadMeta()->eviction_observed);
+}
+
+// Node A keeps up and exports; node B is stopped while the bucket evicts
+// past its cursor: a key ages out while live, a write is made and evicted
+// within the gap, and a real delete happens. B restarts with auto and ends
+// identical to A and to the truth.
+TEST(RepairSimTest, RestoreAfterEvictionMatchesTheExporterAndTheTruth) {
+  for (int batch : {1, 100}) {
+    SimBucket b;
+    b.SetMaxMsgs(25);
+    Artifacts arts;
+    Node a, nb;
+    b.Put("old.aging", "still live");  // never written again: ages out
+    b.Put("del.me", "deleted in the gap");
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+    ASSERT_TRUE(RunNode(b, a).ok());
+    ASSERT_TRUE(RunNode(b, nb).ok());
+    for (int round = 1; round <= 8; ++round) {
+      for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+      if (round == 3) b.Put("gap.write", "made and evicted in the gap");
+      if (round == 5) b.Delete("del.me");
+      ASSERT_TRUE(RunNode(b, a).ok());  // A keeps up
+    }
+    arts.Export(*a.fold);
+    b.Put("after.export", "x");  // a write after the artifact's cursor
+    WatchOptions o = Fast();
+    o.batch_size = batch;
+    o.artifacts = arts.source();
+    Status s = RunNode(b, nb, o);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectConverged(b, nb);
+    ASSERT_TRUE(RunNode(b, a).ok());
+    EXPECT_EQ(LiveEntries(*nb.fold), LiveEntries(*a.fold));
+    EXPECT_TRUE(LiveEntries(*nb.fold).contains("old.aging"));
+    EXPECT_TRUE(LiveEntries(*nb.fold).contains("gap.write"));
+    EXPECT_FALSE(LiveEntries(*nb.fold).contains("del.me"));
+    EXPECT_GT(nb.by_origin[ChangeOrigin::kRestore], 0);
+    EXPECT_TRUE(nb.fold->ReadMeta()->eviction_observed);
+  }
+}
+
+// SPEC §5 waiting for an artifact: a stale one is refused, the watch waits,
+// and succeeds once a fresh one is exported. Without one, exit CursorExpired.
+TEST(RepairSimTest, StaleArtifactIsRefusedThenAFreshOneIsUsed) {
+  SimBucket b;
+  b.SetMaxMsgs(15);
+  Artifacts arts;
+  Node a, nb;
+  for (int i = 0; i < 5; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  arts.Export(*a.fold);  // soon stale
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int i = 0; i < 40; ++i) {
+    b.Put("k." + std::to_string(i % 5), "v" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  const std::string before = Picture(*nb.fold);
+  Status s = RunNode(b, nb, o);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("outside retention"), std::string::npos) << s.message();
+  EXPECT_EQ(Picture(*nb.fold), before);
+
+  o.repair_timeout = std::chrono::seconds(30);
+  bool exported = false;
+  o.log = [&](std::string_view line) {
+    if (!exported && line.find("restore attempt") != std::string_view::npos) {
+      exported = true;
+      arts.Export(*a.fold);  // the exporter catches up a little later
+    }
+  };
+  s = RunNode(b, nb, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(exported);
+  ExpectConverged(b, nb);
+}
+
+// SPEC §3 floor guard: a watcher overrun mid-watch trips, folds what it
+// received, restores in process and ends equal to the truth. The overrun
+// happens inside the hook, i.e. while the watcher is busy.
+TEST(RepairSimTest, FloorGuardTripsMidWatchAndRestoresInProcess) {
+  SimBucket b;
+  b.SetMaxMsgs(20);
+  Artifacts arts;
+  Node a, nb;
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v1");
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.batch_size = 3;
+  WatchOptions plain = Fast();  // node A's runs
+  bool overran = false;
+  auto overrun = [&](const Change& c) {
+    if (overran || c.origin != ChangeOrigin::kLive) return Status::OK();
+    overran = true;
+    // While this node is busy, the bucket races past retention; node A
+    // keeps up and exports.
+    for (int round = 2; round < 8; ++round) {
+      for (int i = 0; i < 10; ++i) {
+        b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+        if (i == 4) {
+          EXPECT_TRUE(RunNode(b, a, plain).ok());
+        }
+      }
+      if (round == 4) b.Delete("k.2");
+    }
+    EXPECT_TRUE(RunNode(b, a, plain).ok());
+    arts.Export(*a.fold);
+    return Status::OK();
+  };
+  Status s = RunNode(b, nb, o, nullptr, overrun);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(overran);
+  EXPECT_TRUE(Logged(nb, "floor guard trip")) << "no trip";
+  EXPECT_TRUE(Logged(nb, "restore done"));
+  ExpectConverged(b, nb);
+  EXPECT_EQ(LiveEntries(*nb.fold), LiveEntries(*a.fold));
+}
+
+// SPEC §3 catch-up proof: consumer counters may say "nothing pending" while
+// messages are in flight (2.10+ updates num_pending asynchronously; a
+// clustered replica lags). The proof asks the stream's store instead.
+TEST(RepairSimTest, LaggingPendingCounterNeverMovesTheCursorPastMessagesInFlight) {
+  SimBucket b;
+  for (int i = 0; i < 6; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int i = 0; i < 6; ++i) b.Put("k." + std::to_string(i), "v1");
+  b.LagPending(6);        // the counter says 0 pending throughout
+  b.StallDeliveries(4);   // and the messages are late
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(b, n);
+  for (int i = 0; i < 6; ++i) {
+    Entry e;
+    ASSERT_TRUE(n.fold->Get("k." + std::to_string(i), &e).ok());
+    EXPECT_EQ(e.value, "v1");
+  }
+}
+
+// SPEC §3: a quiet prefix must not trip while other keys churn past the
+// head (the probe proves the quiet stretch before retention reaches it),
+// and a real overrun of the prefix must trip.
+TEST(RepairSimTest, QuietPrefixSurvivesChurnAndARealOverrunTrips) {
+  SimBucket b;
+  b.SetMaxMsgs(30);
+  b.Put("q.1", "quiet");
+  Node n;
+  WatchOptions o = Fast();
+  o.scope = *Scope::Make({"q."});
+  ASSERT_TRUE(RunNode(b, n, o).ok());
+  uint64_t churned = 0;
+  int reads = 0;
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  // Once the watch runs (after the session's two opening reads), 5
+  // messages elsewhere land between two reads of the stream (a probe is
+  // three requests; retention holds 30): the head passes the prefix's last
+  // message again and again before the watch ends.
+  b.on_read_stream = [&] {
+    if (++reads <= 2) return;
+    for (int i = 0; i < 5; ++i) b.Put("churn." + std::to_string(churned++ % 50), "x");
+    if (reads == 400) stop.request_stop();
+  };
+  WatchOptions quiet = o;
+  Status s = RunNode(b, n, quiet);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(churned, 30u * 50);  // retention turned over 50 times
+  EXPECT_FALSE(Logged(n, "floor guard trip"));
+  ExpectConverged(b, n, o.scope);
+
+  // Now a real overrun: a write in the prefix is evicted before the watch
+  // could receive it.
+  b.on_read_stream = nullptr;
+  std::stop_source stop2;
+  WatchOptions overrun = o;
+  overrun.stop = stop2.get_token();
+  overrun.repair = ExpiryRepair::kRestore;  // no artifacts: the trip ends the watch
+  bool done = false;
+  reads = 0;
+  b.on_read_stream = [&] {
+    if (done || ++reads < 4) return;  // mid-watch, after the session started
+    done = true;
+    b.Put("q.2", "lost before delivery");
+    for (int i = 0; i < 40; ++i) b.Put("churn." + std::to_string(i), "y");
+  };
+  s = RunNode(b, n, overrun);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_TRUE(Logged(n, "floor guard trip")) << s.ToString();
+}
+
+// SPEC §5 Reconcile: a delete whose marker was purged while this node was
+// behind, in the middle of the stream (no gap at the head to notice).
+TEST(RepairSimTest, ReconcileRemovesAKeyWhoseDeleteMarkerWasPurged) {
+  SimBucket b;
+  b.Put("a", "1");
+  b.Put("b", "1");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  const uint64_t marker = b.Delete("a");
+  b.Put("c", "1");
+  b.PurgeMarker(marker);
+  WatchOptions o = Fast();
+  o.reconcile_every = std::chrono::milliseconds(1);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.log = [&](std::string_view line) {
+    if (line.find("reconcile done") != std::string_view::npos) stop.request_stop();
+  };
+  Status s = RunNode(b, n, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kReconcile], 1);
+}
+
+// SPEC §5 recreated stream: never resumed; under auto the fold is rebuilt
+// against the new stream and equals the new bucket.
+TEST(RepairSimTest, RecreatedStreamIsRebuiltUnderAuto) {
+  SimBucket b;
+  for (int i = 0; i < 8; ++i) b.Put("k." + std::to_string(i), "old");
+  b.Delete("k.1");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Recreate();
+  b.Put("k.2", "new");  // low sequences: must win over old-stream revisions
+  b.Put("k.9", "new");
+  b.Put("k.1", "back");
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+  EXPECT_EQ(n.fold->ReadMeta()->stream_created, b.ReadStream()->created);
+  // A second start resumes normally.
+  b.Put("k.3", "later");
+  ASSERT_TRUE(RunNode(b, n).ok());
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+}
+
+TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  for (int i = 0; i < 8; ++i) b.Put("k." + std::to_string(i), "old");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Recreate();
+  Artifacts arts;
+  Node a;
+  for (int i = 0; i < 30; ++i) {
+    b.Put("n." + std::to_string(i % 12), "new" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  Status s = RunNode(b, n, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_EQ(LiveEntries(*n.fold), LiveEntries(*a.fold));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+}
+
+// SPEC §5 unanchored fold (data, no cursor): repaired like an expiry at 0,
+// never trusted blindly.
+TEST(RepairSimTest, UnanchoredFoldIsRepairedNotTrusted) {
+  SimBucket b;
+  b.Put("a", "1");
+  b.Put("b", "1");
+  Node n;
+  FoldCommit stale;  // as if a torn first checkpoint left data, no cursor
+  stale.entries["gone"] = Entry{1, false, "deleted long ago"};
+  stale.entries["a"] = Entry{1, false, "1"};
+  ASSERT_TRUE(n.fold->Commit(stale).ok());
+  n.hook_view = LiveEntries(*n.fold);
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 1);
+}
+
+// SPEC §5 cursor-less start on a bucket that has evicted: seeded from an
+// artifact (a state sync would miss what aged out); with none, refused; with
+// repair none, a state sync that warns.
+TEST(RepairSimTest, FreshStartOnAnEvictedBucketRestoresOrRefusesOrWarns) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  Artifacts arts;
+  Node a;
+  b.Put("aged", "out");
+  for (int i = 0; i < 30; ++i) {
+    b.Put("k." + std::to_string(i % 5), "v" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  Node refused;
+  Status s = RunNode(b, refused);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("--repair none"), std::string::npos);
+  EXPECT_TRUE(LiveEntries(*refused.fold).empty());
+
+  arts.Export(*a.fold);
+  Node seeded;
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  s = RunNode(b, seeded, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(b, seeded);
+  EXPECT_TRUE(LiveEntries(*seeded.fold).contains("aged"));
+
+  Node first;
+  o = Fast();
+  o.repair = ExpiryRepair::kNone;
+  s = RunNode(b, first, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(Logged(first, "WARNING: repair none"));
+  EXPECT_FALSE(LiveEntries(*first.fold).contains("aged"));  // what none accepts
+}
+
+// SPEC §5 Restore is chunked and crash-safe: a crash at any commit of the
+// restore, then a restart, completes it; the hook's view equals the fold
+// and never regresses.
+TEST(RepairSimTest, CrashAtEveryRestoreCommitThenRestartConverges) {
+  for (Fault fault : {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kFailBefore,
+                      Fault::kFailAfter}) {
+    for (int at = 1;; ++at) {
+      SimBucket b;
+      b.SetMaxMsgs(12);
+      Artifacts arts;
+      Node a;
+      TestDir dir;
+      auto rocks = OpenRocksFold(dir.path() + "/fold");
+      ASSERT_TRUE(rocks.ok());
+      Node nb;
+      nb.fold = std::move(rocks).value();
+      for (int i = 0; i < 12; ++i) b.Put("k." + std::to_string(i), "v0");
+      ASSERT_TRUE(RunNode(b, a).ok());
+      ASSERT_TRUE(RunNode(b, nb).ok());
+      for (int r = 1; r < 5; ++r) {
+        for (int i = 0; i < 12; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(r));
+        ASSERT_TRUE(RunNode(b, a).ok());
+      }
+      b.Delete("k.0");
+      ASSERT_TRUE(RunNode(b, a).ok());
+      arts.Export(*a.fold);
+      WatchOptions o = Fast();
+      o.artifacts = arts.source();
+      o.batch_size = 3;  // several restore chunks
+      FaultFold faulty(*nb.fold);
+      faulty.Arm(at, fault);
+      Status s = RunNode(b, nb, o, &faulty);
+      const bool hit = faulty.attempts() >= at;
+      if (faulty.crashed()) {
+        // The process died: a new one starts over on the same store, and
+        // its hook state is rebuilt from the fold (what a service does).
+        nb.hook_view = LiveEntries(*nb.fold);
+        nb.last_revision.clear();
+        for (const auto& [k, e] : nb.hook_view) nb.last_revision[k] = e.revision;
+        s = RunNode(b, nb, o);
+      }
+      ASSERT_TRUE(s.ok()) << FaultName(fault) << " at " << at << ": " << s.ToString();
+      EXPECT_EQ(LiveEntries(*nb.fold), b.Truth(Scope())) << FaultName(fault) << " at " << at;
+      EXPECT_EQ(nb.hook_view, LiveEntries(*nb.fold)) << FaultName(fault) << " at " << at;
+      if (!hit) break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kvfold
