@@ -81,6 +81,7 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   last.scope = m.scope;
   last.stream_created = m.stream_created;
   last.seeding = "";
+  if (m.eviction_observed) last.eviction_observed = true;  // the memo is permanent
   KVFOLD_RETURN_IF_ERROR(fold.Commit(last));
   return manifest;
 }

@@ -506,9 +506,8 @@ Status WatchLoop::Repair() {
   switch (choice.action) {
     case core::RepairAction::kRefuse: {
       if (cause == core::RepairCause::kReconcile) return Status::OK();
-      FoldCommit note;
-      note.last_repair = record("refused");
-      (void)fold_.Commit(note);
+      // Refused: entries, cursor and last_repair stay as they were (only
+      // the eviction memo, a fact about the bucket, may have been recorded).
       return Status::CursorExpired(
           why + ". " + choice.why +
           ". Choices: --repair restore with --artifacts LOC holding a fresh artifact of this "
@@ -573,12 +572,7 @@ Status WatchLoop::Repair() {
       repair::RestoreResult r;
       Status s = repair::RunRestore(env, req, &r);
       if (!s.ok()) {
-        if (s.IsCursorExpired()) {
-          FoldCommit note;
-          note.last_repair = record("no usable artifact");
-          (void)fold_.Commit(note);
-          return Status::CursorExpired(why + ". " + s.message());
-        }
+        if (s.IsCursorExpired()) return Status::CursorExpired(why + ". " + s.message());
         return s;
       }
       if (r.stopped) return Status::OK();

@@ -65,6 +65,17 @@ void KvClient::CreateBucket(const std::string& bucket, const json& overrides) {
   Api("$JS.API.STREAM.CREATE.KV_" + bucket, cfg);
 }
 
+void KvClient::PurgeSubject(const std::string& bucket, const std::string& key) {
+  Api("$JS.API.STREAM.PURGE.KV_" + bucket, json{{"filter", "$KV." + bucket + "." + key}});
+}
+
+void KvClient::UpdateBucket(const std::string& bucket, const json& overrides) {
+  json info = Api("$JS.API.STREAM.INFO.KV_" + bucket, nullptr);
+  json cfg = info["config"];
+  for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
+  Api("$JS.API.STREAM.UPDATE.KV_" + bucket, cfg);
+}
+
 void KvClient::DeleteBucket(const std::string& bucket) {
   Api("$JS.API.STREAM.DELETE.KV_" + bucket, nullptr);
   truth_.erase(bucket);

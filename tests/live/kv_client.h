@@ -38,6 +38,12 @@ class KvClient {
   void Flush();
 
   nlohmann::json StreamInfo(const std::string& bucket);
+  // Purges every message of `key`, its delete marker included (what KV
+  // PurgeDeletes does). Records nothing: a purged marker does not undo the
+  // delete in the truth.
+  void PurgeSubject(const std::string& bucket, const std::string& key);
+  // Edits the stream's config live (limits can change under a mirror).
+  void UpdateBucket(const std::string& bucket, const nlohmann::json& overrides);
   uint64_t LastSeq(const std::string& bucket);
   void WaitForLastSeq(const std::string& bucket, uint64_t seq);
 

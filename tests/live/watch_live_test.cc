@@ -245,6 +245,8 @@ TEST_F(WatchLiveTest, ExpiredCursorOnDiscardOldMaxMsgsIsDetected) {
   EXPECT_EQ(Picture(*fold), before);
 }
 
+// With repair none (which cannot rebuild), a recreated stream is refused;
+// repair_live_test.cc covers the rebuild under auto.
 TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
   kv_.CreateBucket("re");
   for (int i = 0; i < 5; ++i) kv_.Put("re", "k" + std::to_string(i), "v");
@@ -258,7 +260,9 @@ TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
   kv_.CreateBucket("re");
   for (int i = 0; i < 9; ++i) kv_.Put("re", "x" + std::to_string(i), "v");
   auto source = Source("re");
-  Result r = CatchUp(*source, *fold);
+  WatchOptions none;
+  none.repair = ExpiryRepair::kNone;
+  Result r = CatchUp(*source, *fold, none);
   ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_NE(r.status.message().find("recreated"), std::string::npos);
   EXPECT_EQ(Picture(*fold), before);

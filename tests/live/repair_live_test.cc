@@ -1,0 +1,430 @@
+// Expiry repair against a real nats-server (SPEC §5, §8): each test starts
+// its own server on a loopback port and judges folds against the truth the
+// test client recorded (every acknowledged write minus every delete) and
+// against a node that kept up and exported.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "fold_view.h"
+#include "kvfold/kvfold.h"
+#include "live/kv_client.h"
+#include "live/nats_server.h"
+#include "test_dir.h"
+
+namespace kvfold::live {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A node: a fold, the view its apply hook keeps, and what it logged.
+struct Node {
+  std::unique_ptr<Fold> fold;
+  std::mutex mu;
+  std::map<std::string, Entry> hook_view;
+  std::map<ChangeOrigin, int> by_origin;
+  std::vector<std::string> log;
+  bool Logged(const std::string& what) {
+    std::lock_guard lock(mu);
+    for (const auto& l : log) {
+      if (l.find(what) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+class RepairLiveTest : public ::testing::Test {
+ protected:
+  RepairLiveTest() : kv_(server_.url()) {}
+
+  ConnectOptions Connect() {
+    ConnectOptions o;
+    o.url = server_.url();
+    return o;
+  }
+
+  std::unique_ptr<BucketSource> Source(const std::string& bucket) {
+    auto s = OpenNatsBucket(Connect(), bucket);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::unique_ptr<Node> NewNode(const std::string& name) {
+    auto n = std::make_unique<Node>();
+    FoldOptions fo;
+    fo.sync = false;
+    auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    n->fold = std::move(f).value();
+    return n;
+  }
+
+  WatchOptions Options(Node& n) {
+    WatchOptions o;
+    o.linger = milliseconds(5);
+    o.reconnect_backoff_min = milliseconds(100);
+    o.reconnect_backoff_max = milliseconds(500);
+    o.idle_probe = milliseconds(200);
+    o.repair_timeout = std::chrono::seconds(5);
+    o.log = [&n](std::string_view line) {
+      std::fprintf(stderr, "watch: %.*s\n", int(line.size()), line.data());
+      std::lock_guard lock(n.mu);
+      n.log.emplace_back(line);
+    };
+    o.apply = [&n](const Change& c) {
+      std::lock_guard lock(n.mu);
+      ++n.by_origin[c.origin];
+      if (c.op == Op::kPut) {
+        n.hook_view[std::string(c.key)] = Entry{c.revision, false, std::string(c.value)};
+      } else {
+        n.hook_view.erase(std::string(c.key));
+      }
+      return Status::OK();
+    };
+    return o;
+  }
+
+  Status CatchUp(const std::string& bucket, Node& n, WatchOptions o) {
+    auto source = Source(bucket);
+    if (!source) return Status::Internal("no source");
+    o.until_caught_up = true;
+    return Watch(*source, *n.fold, o);
+  }
+  Status CatchUp(const std::string& bucket, Node& n) { return CatchUp(bucket, n, Options(n)); }
+
+  // An artifact location in a directory; export from a node's fold.
+  void OpenArtifacts() {
+    auto t = OpenTransport("dir:" + dir_.path() + "/arts", Connect(),
+                           TransportOptions{.create_if_missing = true});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    arts_ = std::move(t).value();
+    source_ = NewArtifactSource(*arts_);
+  }
+  void Export(Node& n) {
+    auto m = ExportArtifact(*n.fold, *arts_, ExportOptions{});
+    ASSERT_TRUE(m.ok() || m.status().IsAlreadyExists()) << m.status().ToString();
+  }
+
+  void ExpectHookEqualsFold(Node& n) {
+    std::lock_guard lock(n.mu);
+    EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+  }
+
+  NatsServer server_;
+  KvClient kv_;
+  TestDir dir_;
+  std::unique_ptr<Transport> arts_;
+  std::unique_ptr<ArtifactSource> source_;
+};
+
+// Scenario 1: the everyday bucket (history 1, no limits). Down while every
+// message after the cursor is superseded, plus deletes and purges. A restart
+// with default settings ends equal to the truth by a headers-only relist:
+// no value is fetched by the repair, and no restore runs.
+TEST_F(RepairLiveTest, HistoryOneBucketGapIsRelistedWithDefaults) {
+  kv_.CreateBucket("h1", {{"max_msgs_per_subject", 1}});
+  for (int i = 0; i < 300; ++i) kv_.Put("h1", "k" + std::to_string(i % 400), "v" + std::to_string(i));
+  auto n = NewNode("n");
+  ASSERT_TRUE(CatchUp("h1", *n).ok());
+  const uint64_t cursor = *n->fold->ReadMeta()->cursor;
+  for (int i = 0; i < 4000; ++i) {
+    kv_.PutNoAck("h1", "k" + std::to_string(i % 400), "w" + std::to_string(i));
+    kv_.RecordPut("h1", "k" + std::to_string(i % 400), "w" + std::to_string(i), cursor + i + 1);
+  }
+  kv_.Flush();
+  kv_.WaitForLastSeq("h1", cursor + 4000);
+  kv_.Delete("h1", "k5");
+  kv_.Purge("h1", "k6");
+  kv_.Delete("h1", "k7");
+  kv_.PurgeSubject("h1", "k7");  // its delete marker is gone from the stream
+  kv_.Put("h1", "k8", "last");
+  const auto info = kv_.StreamInfo("h1")["state"];
+  ASSERT_GT(info["first_seq"].get<uint64_t>(), cursor + 1);  // a real gap
+  const auto started = std::chrono::steady_clock::now();
+  Status s = CatchUp("h1", *n);
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n->fold), kv_.Truth("h1"));
+  ExpectHookEqualsFold(*n);
+  EXPECT_EQ(n->by_origin[ChangeOrigin::kRestore], 0);
+  EXPECT_GE(n->by_origin[ChangeOrigin::kRelist], 1);  // k7 can only go this way
+  EXPECT_TRUE(n->Logged("no values fetched"));
+  std::fprintf(stderr, "scenario 1: %zu keys, repaired and caught up in %lld ms\n",
+               kv_.Truth("h1").size(),
+               (long long)std::chrono::duration_cast<milliseconds>(took).count());
+}
+
+// Scenario 2: node A mirrors and exports; node B is stopped. Writes and
+// deletes evict past B's cursor: a key that ages out while still live, a
+// write made and evicted during the gap, a real delete. B restarts with
+// auto and ends identical to A and to the truth. On max_msgs, max_bytes and
+// max_age.
+TEST_F(RepairLiveTest, EvictingBucketsRestoreToTheExporterAndTheTruth) {
+  struct Kind {
+    std::string bucket;
+    nlohmann::json limits;
+  };
+  const std::vector<Kind> kinds = {
+      {"msgs", {{"max_msgs", 200}, {"discard", "old"}}},
+      {"bytes", {{"max_bytes", 40000}, {"discard", "old"}}},
+      {"age", {{"max_age", int64_t{1000} * 1000 * 1000}, {"discard", "old"}}},
+  };
+  OpenArtifacts();
+  for (const auto& kind : kinds) {
+    SCOPED_TRACE(kind.bucket);
+    kv_.CreateBucket(kind.bucket, kind.limits);
+    auto a = NewNode(kind.bucket + "-a");
+    auto b = NewNode(kind.bucket + "-b");
+    kv_.Put(kind.bucket, "aging", "still live");
+    kv_.Put(kind.bucket, "doomed", "deleted in the gap");
+    for (int i = 0; i < 50; ++i) kv_.Put(kind.bucket, "k" + std::to_string(i), "v0");
+    ASSERT_TRUE(CatchUp(kind.bucket, *a).ok());
+    ASSERT_TRUE(CatchUp(kind.bucket, *b).ok());
+    if (kind.bucket == "age") std::this_thread::sleep_for(milliseconds(1500));
+    kv_.Put(kind.bucket, "gap", "made and evicted during the gap");
+    kv_.Delete(kind.bucket, "doomed");
+    for (int round = 1; round <= 6; ++round) {
+      for (int i = 0; i < 50; ++i) {
+        kv_.Put(kind.bucket, "k" + std::to_string(i), "v" + std::to_string(round));
+      }
+      ASSERT_TRUE(CatchUp(kind.bucket, *a).ok());  // A keeps up
+      if (kind.bucket == "age" && round == 3) std::this_thread::sleep_for(milliseconds(1200));
+    }
+    Export(*a);
+    const auto state = kv_.StreamInfo(kind.bucket)["state"];
+    ASSERT_GT(state["first_seq"].get<uint64_t>(), *b->fold->ReadMeta()->cursor + 1);
+    WatchOptions o = Options(*b);
+    o.artifacts = source_.get();
+    Status s = CatchUp(kind.bucket, *b, o);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(LiveEntries(*b->fold), kv_.Truth(kind.bucket));
+    EXPECT_EQ(LiveEntries(*b->fold), LiveEntries(*a->fold));
+    EXPECT_TRUE(LiveEntries(*b->fold).contains("aging"));
+    EXPECT_TRUE(LiveEntries(*b->fold).contains("gap"));
+    EXPECT_FALSE(LiveEntries(*b->fold).contains("doomed"));
+    EXPECT_GT(b->by_origin[ChangeOrigin::kRestore], 0);
+    EXPECT_TRUE(b->fold->ReadMeta()->eviction_observed);
+    ExpectHookEqualsFold(*b);
+  }
+}
+
+// Scenario 3: relist on an evicting bucket is refused, fold untouched.
+TEST_F(RepairLiveTest, RelistOnAnEvictingBucketIsRefused) {
+  kv_.CreateBucket("ev", {{"max_msgs", 20}, {"discard", "old"}});
+  for (int i = 0; i < 10; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");
+  auto n = NewNode("n");
+  ASSERT_TRUE(CatchUp("ev", *n).ok());
+  for (int i = 0; i < 50; ++i) kv_.Put("ev", "n" + std::to_string(i), "w");
+  const std::string before = Picture(*n->fold);
+  WatchOptions o = Options(*n);
+  o.repair = ExpiryRepair::kRelist;
+  Status s = CatchUp("ev", *n, o);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("relist refused"), std::string::npos) << s.message();
+  EXPECT_EQ(Picture(*n->fold), before);
+}
+
+// Scenario 4: a stale artifact is refused; the mirror waits and succeeds
+// once a fresh one is exported.
+TEST_F(RepairLiveTest, StaleArtifactIsWaitedOutUntilAFreshOneAppears) {
+  kv_.CreateBucket("st", {{"max_msgs", 100}, {"discard", "old"}});
+  OpenArtifacts();
+  auto a = NewNode("a");
+  auto b = NewNode("b");
+  for (int i = 0; i < 30; ++i) kv_.Put("st", "k" + std::to_string(i), "v0");
+  ASSERT_TRUE(CatchUp("st", *a).ok());
+  ASSERT_TRUE(CatchUp("st", *b).ok());
+  Export(*a);  // soon stale
+  for (int r = 1; r <= 6; ++r) {
+    for (int i = 0; i < 30; ++i) kv_.Put("st", "k" + std::to_string(i), "v" + std::to_string(r));
+    ASSERT_TRUE(CatchUp("st", *a).ok());
+  }
+  WatchOptions o = Options(*b);
+  o.artifacts = source_.get();
+  o.repair_timeout = std::chrono::seconds(30);
+  std::thread exporter([&] {
+    std::this_thread::sleep_for(milliseconds(1500));
+    Export(*a);
+  });
+  Status s = CatchUp("st", *b, o);
+  exporter.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(b->Logged("restore attempt 1")) << "the stale artifact was not refused";
+  EXPECT_EQ(LiveEntries(*b->fold), kv_.Truth("st"));
+  ExpectHookEqualsFold(*b);
+}
+
+// Scenario 5: a live mirror paused (a slow hook stops it reading, the
+// server stops sending under flow control) while an evicting bucket is
+// overrun trips the floor guard mid-stream, restores in process, and ends
+// identical to the exporter. Repeated.
+TEST_F(RepairLiveTest, StalledMirrorTripsTheFloorGuardAndRestoresInProcess) {
+  OpenArtifacts();
+  for (int run = 0; run < 3; ++run) {
+    SCOPED_TRACE(run);
+    const std::string bucket = "over" + std::to_string(run);
+    kv_.CreateBucket(bucket, {{"max_msgs", 3000}, {"discard", "old"}});
+    auto a = NewNode(bucket + "-a");
+    auto b = NewNode(bucket + "-b");
+    for (int i = 0; i < 100; ++i) kv_.Put(bucket, "k" + std::to_string(i), "v0");
+    ASSERT_TRUE(CatchUp(bucket, *a).ok());
+    ASSERT_TRUE(CatchUp(bucket, *b).ok());
+
+    auto source_a = Source(bucket);
+    std::stop_source stop_a;
+    WatchOptions oa = Options(*a);
+    oa.stop = stop_a.get_token();
+    std::thread mirror_a([&] { (void)Watch(*source_a, *a->fold, oa); });
+
+    std::atomic<bool> paused{true};
+    std::atomic<int> stalls{0};
+    auto source_b = Source(bucket);
+    std::stop_source stop_b;
+    WatchOptions ob = Options(*b);
+    ob.artifacts = source_.get();
+    ob.stop = stop_b.get_token();
+    ob.batch_size = 100;
+    auto hook = ob.apply;
+    ob.apply = [&, hook](const Change& c) {
+      // Paused: B sits in its hook, reading nothing from the server.
+      while (paused.load() && c.origin == ChangeOrigin::kLive) {
+        stalls.fetch_add(1);
+        std::this_thread::sleep_for(milliseconds(20));
+      }
+      return hook(c);
+    };
+    Status b_status;
+    std::thread mirror_b([&] { b_status = Watch(*source_b, *b->fold, ob); });
+
+    // 20,000 new keys, written fast: far past retention while B is stalled.
+    const uint64_t base = kv_.LastSeq(bucket);
+    for (int i = 0; i < 20000; ++i) {
+      const std::string key = "n" + std::to_string(i);
+      kv_.PutNoAck(bucket, key, "x");
+      kv_.RecordPut(bucket, key, "x", base + i + 1);
+    }
+    kv_.Flush();
+    kv_.WaitForLastSeq(bucket, base + 20000);
+    const uint64_t last = kv_.LastSeq(bucket);
+    // A catches up and exports; then B is released.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (a->fold->ReadMeta()->cursor.value_or(0) < last &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    Export(*a);
+    paused.store(false);
+    while (b->fold->ReadMeta()->cursor.value_or(0) < last &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    stop_b.request_stop();
+    mirror_b.join();
+    stop_a.request_stop();
+    mirror_a.join();
+    ASSERT_TRUE(b_status.ok()) << b_status.ToString();
+    EXPECT_GT(stalls.load(), 0);
+    EXPECT_TRUE(b->Logged("floor guard trip")) << "B was never overrun";
+    EXPECT_TRUE(b->Logged("restore done"));
+    EXPECT_EQ(b->fold->ReadMeta()->cursor, last);
+    EXPECT_EQ(LiveEntries(*b->fold), kv_.Truth(bucket));
+    EXPECT_EQ(LiveEntries(*b->fold), LiveEntries(*a->fold));
+    ExpectHookEqualsFold(*b);
+  }
+}
+
+// Scenario 6: a prefix mirror stays up while its prefix is quiet and other
+// keys churn well past the head; a real overrun of its prefix trips it.
+TEST_F(RepairLiveTest, QuietPrefixStaysUpUnderChurnAndARealOverrunTrips) {
+  kv_.CreateBucket("pc", {{"max_msgs", 3000}, {"discard", "old"}});
+  kv_.Put("pc", "q.1", "quiet");
+  auto n = NewNode("n");
+  auto source = Source("pc");
+  std::stop_source stop;
+  WatchOptions o = Options(*n);
+  o.scope = *Scope::Make({"q."});
+  o.idle_probe = milliseconds(1000);
+  o.stop = stop.get_token();
+  std::atomic<bool> hold{false};
+  auto hook = o.apply;
+  o.apply = [&, hook](const Change& c) {
+    while (hold.load()) std::this_thread::sleep_for(milliseconds(10));
+    return hook(c);
+  };
+  Status status;
+  std::thread mirror([&] { status = Watch(*source, *n->fold, o); });
+  // About 10,000 messages/s elsewhere for 3 s: retention turns over ~10x.
+  uint64_t written = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 100; ++i) kv_.PutNoAck("pc", "churn." + std::to_string(written++ % 500), "x");
+    kv_.Flush();
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_GT(written, 9000u);
+  EXPECT_FALSE(n->Logged("floor guard trip"));
+  EXPECT_FALSE(n->Logged("repair:"));
+  // Now a real overrun: the mirror sits in its hook on q.2 while q.3 is
+  // written and evicted by churn before the server sends it.
+  hold.store(true);
+  kv_.Put("pc", "q.2", "held");
+  std::this_thread::sleep_for(milliseconds(200));
+  kv_.Put("pc", "q.3", "overrun");
+  for (int i = 0; i < 6000; ++i) kv_.PutNoAck("pc", "churn." + std::to_string(i % 500), "y");
+  kv_.Flush();
+  kv_.WaitForLastSeq("pc", kv_.LastSeq("pc"));
+  hold.store(false);
+  mirror.join();  // ends by itself: the trip needs a restore, and there is no artifact
+  EXPECT_TRUE(status.IsCursorExpired()) << status.ToString();
+  EXPECT_TRUE(n->Logged("floor guard trip"));
+}
+
+// Scenario 7: non-evicting bucket, node stopped, a key deleted and its
+// marker purged: --reconcile-every removes it.
+TEST_F(RepairLiveTest, ReconcileRemovesAKeyWhosePurgedMarkerNoSequenceCheckCanSee) {
+  kv_.CreateBucket("rc");
+  for (int i = 0; i < 10; ++i) kv_.Put("rc", "k" + std::to_string(i), "v");
+  auto n = NewNode("n");
+  ASSERT_TRUE(CatchUp("rc", *n).ok());
+  kv_.Delete("rc", "k4");
+  kv_.Put("rc", "k9", "after");
+  kv_.PurgeSubject("rc", "k4");  // interior: first_seq does not move
+  WatchOptions o = Options(*n);
+  o.reconcile_every = milliseconds(300);
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  auto log = o.log;
+  o.log = [&, log](std::string_view line) {
+    log(line);
+    if (line.find("reconcile done") != std::string_view::npos) stop.request_stop();
+  };
+  auto source = Source("rc");
+  Status s = Watch(*source, *n->fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n->fold), kv_.Truth("rc"));
+  EXPECT_EQ(n->by_origin[ChangeOrigin::kReconcile], 1);
+}
+
+// Scenario 8: bucket deleted and recreated under the same name: never
+// resumed silently; with auto the fold is rebuilt and equals the new bucket.
+TEST_F(RepairLiveTest, RecreatedBucketIsRebuiltUnderAuto) {
+  kv_.CreateBucket("re");
+  for (int i = 0; i < 20; ++i) kv_.Put("re", "k" + std::to_string(i), "old");
+  auto n = NewNode("n");
+  ASSERT_TRUE(CatchUp("re", *n).ok());
+  kv_.DeleteBucket("re");
+  kv_.CreateBucket("re");
+  for (int i = 0; i < 5; ++i) kv_.Put("re", "k" + std::to_string(i), "new");
+  kv_.Put("re", "fresh", "x");
+  Status s = CatchUp("re", *n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(n->Logged("recreated stream"));
+  EXPECT_EQ(LiveEntries(*n->fold), kv_.Truth("re"));
+  EXPECT_EQ(n->fold->ReadMeta()->cursor, kv_.LastSeq("re"));
+}
+
+}  // namespace
+}  // namespace kvfold::live
