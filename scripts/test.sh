@@ -16,7 +16,7 @@ start=$(date +%s)
 scripts/build.sh build
 (cd build && ctest --output-on-failure)
 
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON -DKVFOLD_WERROR=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
