@@ -40,7 +40,7 @@ StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool 
   const auto bad = Status::InvalidArgument("duration \"" + text +
                                            "\" is not a number followed by ms, s, m or h");
   if (ec != std::errc() && ec != std::errc::result_out_of_range) return bad;
-  if (ptr == text.data() || (n == 0 && !allow_zero)) return bad;
+  if (ptr == text.data() || (ec == std::errc() && n == 0 && !allow_zero)) return bad;
   uint64_t ms_per_unit = 0;
   if (unit == "ms") ms_per_unit = 1;
   if (unit == "s") ms_per_unit = 1000;

@@ -178,13 +178,13 @@ int RunMirror(const MirrorFlags& f) {
     }
   }
   SignalStopper stopper;
+  if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
   auto source = OpenNatsBucket(f.connect, f.bucket);
   if (!source.ok()) return Report("mirror", source.status());
   FoldOptions fold_options;
   fold_options.sync = !f.no_sync;
   auto fold = OpenRocksFold(f.fold, fold_options);
   if (!fold.ok()) return Report("mirror", fold.status());
-  if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
 
   WatchOptions options;
   options.scope = *scope;
