@@ -134,7 +134,8 @@ TEST_P(FoldContractTest, ClearEntriesReplacesEverythingInOneCommit) {
   c2.entries["c"] = Entry{7, false, "x"};
   c2.seeding = "new";
   ASSERT_TRUE(fold_->Commit(c2).ok());
-  EXPECT_EQ(ScanAll("", true), (std::vector<std::pair<std::string, Entry>>{{"c", Entry{7, false, "x"}}}));
+  EXPECT_EQ(ScanAll("", true),
+            (std::vector<std::pair<std::string, Entry>>{{"c", Entry{7, false, "x"}}}));
   auto m = fold_->ReadMeta();
   EXPECT_EQ(m->live_keys, 1u);
   EXPECT_EQ(m->entries, 1u);

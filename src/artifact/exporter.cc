@@ -111,8 +111,8 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   auto add = [&](std::string_view key, const Entry& e) -> Status {
     Status fits = artifact::CheckArtifactKey(key);
     if (fits.ok() && !scope->Contains(key)) {
-      fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is outside the fold's scope " +
-                                     scope->ToString());
+      fits = Status::InvalidArgument("key \"" + std::string(key) +
+                                     "\" is outside the fold's scope " + scope->ToString());
     }
     if (!fits.ok()) {
       if (options.skipped_key) options.skipped_key(key, fits);

@@ -177,7 +177,9 @@ class ObjectStoreTransport final : public Transport {
             auto again = ReadMeta(kPointerName);
             if (again.ok() && *again && (*again)->seq == expected_seq) {
               return data.status().WithContext(
-                  "the latest pointer cannot be read, so it cannot be moved forward");
+                  "the latest pointer cannot be read, so it cannot be moved forward; to reset "
+                  "it, purge subject " + MetaSubject(kPointerName) + " of stream " + stream_ +
+                  " and export again");
             }
             continue;
           }

@@ -126,7 +126,8 @@ int RunExport(const ExportFlags& f) {
   if (!m.ok()) return Report("export", m.status());
   if (f.keep > 0) {
     std::vector<std::string> removed;
-    Status pruned = PruneArtifacts(**to, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
+    Status pruned =
+        PruneArtifacts(**to, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
     if (!pruned.ok()) return Report("export", pruned);
     for (const auto& id : removed) std::cerr << "kvfold export: pruned " << id << "\n";
   }
@@ -353,7 +354,8 @@ Runner AddArtifactsCommand(CLI::App& app) {
   common(verify);
   verify->add_option("artifact", f->artifact, "artifact id (default: the latest)");
   verify->add_option("--trusted-key", f->trusted,
-                     "PEM Ed25519 public key to trust; repeatable; the artifact must be signed by one")
+                     "PEM Ed25519 public key to trust; repeatable; the artifact must be "
+                     "signed by one")
       ->check(CLI::ExistingFile);
   verify->add_flag("--require-signature", f->require_signature,
                    "fail unless signed by a trusted key (implied by --trusted-key)");

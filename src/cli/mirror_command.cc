@@ -10,8 +10,8 @@
 #include <stop_token>
 #include <thread>
 
-#include "cli/commands.h"
 #include "artifact/signer.h"
+#include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
@@ -118,7 +118,8 @@ Status CheckExportSetup(const MirrorFlags& f) {
   KVFOLD_RETURN_IF_ERROR(
       ExportLease::Open(f.connect, f.lease_bucket).status().WithContext("--lease-bucket"));
   if (!f.sign_key.empty()) {
-    KVFOLD_RETURN_IF_ERROR(artifact::SigningKey::Load(f.sign_key).status().WithContext("--sign-key"));
+    KVFOLD_RETURN_IF_ERROR(
+        artifact::SigningKey::Load(f.sign_key).status().WithContext("--sign-key"));
   }
   return OpenTransport(f.export_to, f.connect, TransportOptions{.create_if_missing = true})
       .status()

@@ -142,7 +142,8 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     if (conn_->TakeSlowConsumer(sub_)) {
       return Reset("the client dropped messages (slow consumer)");
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     natsMsg* msg = nullptr;
     natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
     if (s == NATS_TIMEOUT) {

@@ -224,6 +224,24 @@ TEST_F(ArtifactLiveTest, LostPublishAckNeverBricksThePointerOrAnObject) {
   EXPECT_EQ(*got, payload);
 }
 
+// A pointer whose data is gone (as the old purge-on-any-error left it) is
+// reported with the way to reset it, not retried as if it kept changing.
+TEST_F(ArtifactLiveTest, APointerNamingPurgedDataSaysHowToResetIt) {
+  auto to = OpenTransport("obj:bricked", connect_, TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(to.ok());
+  ASSERT_TRUE((*to)->AdvancePointer({"a", 1, "app", "t"}).ok());
+  const std::string meta_subject = "$O.bricked.M." + core::Base64UrlEncode("LATEST");
+  json got = Api("$JS.API.STREAM.MSG.GET.OBJ_bricked", {{"last_by_subj", meta_subject}});
+  json meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
+  Api("$JS.API.STREAM.PURGE.OBJ_bricked",
+      {{"filter", "$O.bricked.C." + meta["nuid"].get<std::string>()}});
+  Status s = (*to)->AdvancePointer({"b", 2, "app", "t"});
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find("purge subject " + meta_subject), std::string::npos) << s.ToString();
+  Api("$JS.API.STREAM.PURGE.OBJ_bricked", {{"filter", meta_subject}});
+  EXPECT_TRUE((*to)->AdvancePointer({"b", 2, "app", "t"}).ok());
+}
+
 // The server dies between storing the new pointer meta and answering: the
 // outcome is unknown, the transport says so and purges nothing; after a
 // restart the pointer is whole and moves on.
