@@ -433,5 +433,53 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/empty"));
 }
 
+// Prune keeps what a seed may still be reading (--min-age); when an
+// artifact is pruned from under an unfinished seed anyway, seed says so and
+// --discard-unfinished seeds from the latest instead.
+TEST_F(ArtifactLiveTest, CliPruneMinAgeAndDiscardingAnUnfinishedSeed) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 50; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  const std::string fold = dir_.path() + "/fold", seeded = dir_.path() + "/seeded";
+  auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
+  auto mirror_and_export = [&] {
+    ASSERT_EQ(run({"mirror", "--server", server_.url(), "--bucket", "app", "--fold", fold,
+                   "--until-caught-up"}).code, 0);
+    ASSERT_EQ(run({"export", "--fold", fold, "--to", arts}).code, 0);
+  };
+  mirror_and_export();
+  auto to = OpenTransport(arts, connect_);
+  ASSERT_TRUE(to.ok());
+  const std::string first = *LatestArtifactId(**to);
+  {
+    // A seed killed after its first chunk, as the fold records it.
+    auto partial = OpenRocksFold(seeded);
+    ASSERT_TRUE(partial.ok());
+    FoldCommit c;
+    c.entries["stale"] = Entry{1, false, "from the old artifact"};
+    c.seeding = first;
+    ASSERT_TRUE((*partial)->Commit(c).ok());
+  }
+  kv_.Delete("app", "k0");
+  kv_.Put("app", "k50", "v");
+  mirror_and_export();
+
+  CliExit young = run({"artifacts", "prune", arts, "--keep", "1"});
+  EXPECT_EQ(young.code, 0) << young.err;
+  EXPECT_EQ(young.out, "");
+  EXPECT_EQ(ListArtifacts(**to, nullptr)->size(), 2u);
+  CliExit pruned = run({"artifacts", "prune", arts, "--keep", "1", "--min-age", "0s"});
+  EXPECT_EQ(pruned.code, 0) << pruned.err;
+  EXPECT_EQ(pruned.out, "removed " + first + "\n");
+
+  CliExit gone = run({"seed", "--fold", seeded, "--from", arts});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("which is gone from"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find("--discard-unfinished"), std::string::npos) << gone.err;
+  CliExit discarded = run({"seed", "--fold", seeded, "--from", arts, "--discard-unfinished"});
+  EXPECT_EQ(discarded.code, 0) << discarded.err;
+  EXPECT_EQ(run({"dump", "--fold", seeded}).out, run({"dump", "--fold", fold}).out);
+}
+
 }  // namespace
 }  // namespace kvfold::live
