@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
@@ -138,6 +139,32 @@ TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {
   EXPECT_NE(m.status().message().find("not empty"), std::string::npos);
 }
 
+// A first mirror whose delivery broke before any message leaves bucket,
+// scope and identity but no entries and no cursor: still empty for a seed.
+TEST_F(ArtifactTest, SeedFillsAFoldThatHasOnlyMetadata) {
+  ArtifactManifest m = Export();
+  FoldCommit first_run;
+  first_run.bucket = "cfg";
+  first_run.scope = std::vector<std::string>{""};
+  first_run.stream_created = "2026-01-01T00:00:00Z";
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(fold->Commit(first_run).ok());
+  auto seeded = SeedFold(*fold, *to_, {});
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(LiveEntries(*fold), LiveEntries(*source_));
+  EXPECT_EQ(fold->ReadMeta()->cursor, m.cursor);
+
+  // Its recorded bucket still counts: an artifact of another is refused.
+  auto other = NewMemoryFold();
+  first_run.bucket = "other";
+  ASSERT_TRUE(other->Commit(first_run).ok());
+  auto refused = SeedFold(*other, *to_, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is of bucket cfg, not other"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(other->ReadMeta()->entries, 0u);
+}
+
 TEST_F(ArtifactTest, TruncatedChunk) {
   ArtifactManifest m = Export();
   const std::string p = Path(m.chunks[1].name);
@@ -214,6 +241,49 @@ TEST_F(ArtifactTest, MissingScopeIsRefused) {
     pm->clear_scope();
   });
   ExpectSeedRefused("records no scope");
+}
+
+// An empty identity would turn off the stream-identity check, an empty
+// bucket would make the fold accept any bucket, and a scope not in canonical
+// form would not compare equal to the watch's: all refused as corrupt.
+TEST_F(ArtifactTest, ManifestWithoutIdentityOrCanonicalScopeIsRefused) {
+  ArtifactManifest m = Export();
+  const std::vector<std::pair<std::function<void(wire::Manifest*)>, std::string>> cases = {
+      {[](wire::Manifest* pm) { pm->set_bucket(""); }, "records no bucket"},
+      {[](wire::Manifest* pm) { pm->set_stream_created(""); }, "records no stream identity"},
+      {[](wire::Manifest* pm) {
+         pm->clear_scope();
+         pm->add_scope("k1");
+         pm->add_scope("k");
+       },
+       "not a valid scope in canonical form"},
+      {[](wire::Manifest* pm) { pm->clear_scope(); }, "not a valid scope in canonical form"},
+      {[](wire::Manifest* pm) {
+         pm->clear_scope();
+         pm->add_scope("..");
+       },
+       "not a valid scope in canonical form"},
+  };
+  const std::string original = ReadWholeFile(Path(m.artifact_id + "/manifest"));
+  for (const auto& [edit, needle] : cases) {
+    SCOPED_TRACE(needle);
+    WriteFile(Path(m.artifact_id + "/manifest"), original);
+    RewriteManifest(m.artifact_id, edit);
+    ExpectSeedRefused(needle);
+    auto fold = NewMemoryFold();
+    EXPECT_TRUE(SeedFold(*fold, *to_, {}).status().IsCorruption());
+  }
+}
+
+// Naming a trusted key requires a signature by it: stripping the signature
+// must not be a way past the trust check.
+TEST_F(ArtifactTest, TrustedKeyAloneRequiresASignature) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "exporter");
+  ArtifactManifest m = Export();
+  SeedOptions o;
+  o.verify.trusted_key_files = {pub};
+  ExpectSeedRefused("is unsigned, and a signature is required", o);
+  EXPECT_TRUE(VerifyArtifact(*to_, m.artifact_id, o.verify).IsFailedPrecondition());
 }
 
 TEST_F(ArtifactTest, SignedArtifactsAndTrust) {
@@ -294,11 +364,15 @@ TEST_F(ArtifactTest, ListInspectAndPruneKeepThePointer) {
   ASSERT_EQ(all->size(), 4u);
   EXPECT_EQ(all->back().artifact_id, ids.back());
   std::vector<std::string> removed;
-  ASSERT_TRUE(PruneArtifacts(*to_, 2, &removed).ok());
+  // Young artifacts are kept whatever --keep says: a seed may be reading one.
+  ASSERT_TRUE(PruneArtifacts(*to_, PruneOptions{.keep = 1}, &removed).ok());
+  EXPECT_TRUE(removed.empty());
+  EXPECT_EQ(ListArtifacts(*to_, nullptr)->size(), 4u);
+  ASSERT_TRUE(PruneArtifacts(*to_, PruneOptions{.keep = 2, .min_age = {}}, &removed).ok());
   EXPECT_EQ(removed, (std::vector<std::string>{ids[1], ids[0]}));
   EXPECT_EQ(ListArtifacts(*to_, nullptr)->size(), 2u);
   EXPECT_FALSE(fs::exists(Path(ids[0])));
-  ASSERT_TRUE(PruneArtifacts(*to_, 1, nullptr).ok());
+  ASSERT_TRUE(PruneArtifacts(*to_, PruneOptions{.keep = 1, .min_age = {}}, nullptr).ok());
   EXPECT_EQ(*LatestArtifactId(*to_), ids.back());
   EXPECT_TRUE(VerifyArtifact(*to_, ids.back(), {}).ok());
 }
@@ -366,6 +440,145 @@ TEST_F(ArtifactTest, SeedKilledAtEveryCommitFinishesOnReRun) {
       EXPECT_EQ((*fold)->ReadMeta()->cursor, m.cursor);
       EXPECT_EQ((*fold)->ReadMeta()->seeding, "");
     }
+  }
+}
+
+// A key no reader accepts (folded from a raw publish to "$KV.cfg.user@x")
+// is left out with a report, so the artifact stays seedable.
+TEST_F(ArtifactTest, KeysAnArtifactCannotHoldAreSkippedAndReported) {
+  FoldCommit odd;
+  odd.entries["user@x"] = Entry{3, false, "odd"};
+  odd.entries["k1000 x"] = Entry{4, false, "odd"};
+  ASSERT_TRUE(source_->Commit(odd).ok());
+  std::vector<std::string> skipped;
+  ExportOptions eo;
+  eo.skipped_key = [&](std::string_view key, const Status& why) {
+    skipped.emplace_back(key);
+    EXPECT_TRUE(why.IsInvalidArgument());
+  };
+  ArtifactManifest m = Export(eo);
+  EXPECT_EQ(skipped, (std::vector<std::string>{"k1000 x", "user@x"}));
+  ASSERT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+  auto fold = NewMemoryFold();
+  auto seeded = SeedFold(*fold, *to_, {});
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  auto expected = LiveEntries(*source_);
+  expected.erase("user@x");
+  expected.erase("k1000 x");
+  EXPECT_EQ(LiveEntries(*fold), expected);
+}
+
+// Records are checked against the reader's chunk cap before they are
+// appended: two large values go to two chunks, and one value larger than
+// any chunk may hold fails the export with nothing published.
+TEST_F(ArtifactTest, LargeValuesNeverMakeAChunkReadersRefuse) {
+  auto big = NewMemoryFold();
+  FoldCommit c;
+  c.entries["a"] = Entry{1, false, std::string(30 << 20, 'a')};
+  c.entries["b"] = Entry{2, false, std::string(40 << 20, 'b')};
+  c.cursor = 2;
+  c.bucket = "cfg";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(big->Commit(c).ok());
+  ExportOptions eo;
+  eo.chunk_raw_bytes = artifact::kMaxChunkRawBytes / 2;
+  auto m = ExportArtifact(*big, *to_, eo);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->chunks.size(), 2u);
+  for (const auto& chunk : m->chunks) EXPECT_LE(chunk.raw_size, artifact::kMaxChunkRawBytes);
+  ASSERT_TRUE(VerifyArtifact(*to_, m->artifact_id, {}).ok());
+
+  FoldCommit huge;
+  huge.entries["c"] = Entry{3, false, std::string(artifact::kMaxChunkRawBytes, 'c')};
+  huge.cursor = 3;
+  ASSERT_TRUE(big->Commit(huge).ok());
+  auto refused = ExportArtifact(*big, *to_, eo);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().IsInvalidArgument()) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("key \"c\" holds a value of"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+  EXPECT_EQ(*to_->List(), (std::vector<std::string>{m->chunks[0].name, m->chunks[1].name,
+                                                     m->artifact_id + "/manifest"}));
+}
+
+// A prune on another node removed the artifact a seed was reading: the
+// re-run says so and names the way out, and discarding the unfinished seed
+// for the latest artifact lands in one commit (no key of the old seed
+// survives it, whatever crashes around it).
+TEST_F(ArtifactTest, SeedWhoseArtifactVanishedCanBeDiscardedForTheLatest) {
+  ArtifactManifest old = Export();
+  ASSERT_GE(old.chunks.size(), 3u);
+  // The next artifact differs: one key of the old one is deleted.
+  const std::string dropped = LiveEntries(*source_).begin()->first;
+  FoldCommit next;
+  next.entries[dropped] = Entry{400, true, ""};
+  next.entries["new-key"] = Entry{401, false, "n"};
+  next.cursor = 401;
+  ASSERT_TRUE(source_->Commit(next).ok());
+
+  for (sim::Fault fault : {sim::Fault::kNone, sim::Fault::kCrashBefore, sim::Fault::kCrashAfter}) {
+    SCOPED_TRACE(sim::FaultName(fault));
+    TestDir dir;
+    auto to = OpenTransport("dir:" + dir.path() + "/arts", ConnectOptions{},
+                            TransportOptions{.create_if_missing = true});
+    ASSERT_TRUE(to.ok());
+    ExportOptions eo;
+    eo.chunk_raw_bytes = 2000;
+    auto old_fold = SourceFold(300);
+    auto first = ExportArtifact(*old_fold, **to, eo);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    auto fold = NewMemoryFold();
+    {
+      sim::FaultFold faulty(*fold);
+      faulty.Arm(2, sim::Fault::kCrashBefore);  // one chunk of the old seed applied
+      ASSERT_FALSE(SeedFold(faulty, **to, {}).ok());
+    }
+    ASSERT_EQ(fold->ReadMeta()->seeding, first->artifact_id);
+    auto latest = ExportArtifact(*source_, **to, eo);
+    ASSERT_TRUE(latest.ok());
+    ASSERT_TRUE(PruneArtifacts(**to, PruneOptions{.keep = 1, .min_age = {}}, nullptr).ok());
+
+    auto rerun = SeedFold(*fold, **to, {});
+    ASSERT_FALSE(rerun.ok());
+    EXPECT_TRUE(rerun.status().IsNotFound()) << rerun.status().ToString();
+    EXPECT_NE(rerun.status().message().find("which is gone from"), std::string::npos);
+    EXPECT_NE(rerun.status().message().find("--discard-unfinished"), std::string::npos);
+
+    SeedOptions discard;
+    discard.discard_unfinished = true;
+    if (fault != sim::Fault::kNone) {
+      sim::FaultFold faulty(*fold);
+      faulty.Arm(1, fault);
+      ASSERT_FALSE(SeedFold(faulty, **to, discard).ok());
+      // All of the old seed, or none of it: never a mix.
+      const auto entries = LiveEntries(*fold);
+      if (fault == sim::Fault::kCrashBefore) {
+        EXPECT_EQ(fold->ReadMeta()->seeding, first->artifact_id);
+      } else {
+        EXPECT_EQ(fold->ReadMeta()->seeding, latest->artifact_id);
+        EXPECT_EQ(entries.size(), latest->chunks[0].entry_count);
+        EXPECT_FALSE(entries.contains(dropped));
+      }
+    }
+    auto seeded = SeedFold(*fold, **to, discard);
+    ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+    EXPECT_EQ(seeded->artifact_id, latest->artifact_id);
+    EXPECT_EQ(LiveEntries(*fold), LiveEntries(*source_));
+    EXPECT_EQ(fold->ReadMeta()->cursor, 401u);
+    EXPECT_EQ(fold->ReadMeta()->seeding, "");
+  }
+}
+
+TEST(ChunkCodecTest, RecordBytesIsWhatAppendRecordAdds) {
+  for (const auto& [key, rev, value] :
+       std::vector<std::tuple<std::string, uint64_t, std::string>>{
+           {"a", 1, "x"}, {"k", 0, ""}, {std::string(200, 'k'), uint64_t{1} << 40, ""},
+           {"b", 300, std::string(70000, 'v')}}) {
+    std::string raw;
+    artifact::AppendRecord(&raw, key, rev, value);
+    EXPECT_EQ(artifact::RecordBytes(key, rev, value), raw.size()) << key.size() << " " << rev;
   }
 }
 

@@ -119,6 +119,30 @@ TEST_P(FoldContractTest, CursorNeverMovesBackward) {
   EXPECT_EQ(fold_->ReadMeta()->cursor, 10u);
 }
 
+// Discarding an unfinished seed: every entry goes, in the same atomic
+// write as what replaces them, and the counters start over.
+TEST_P(FoldContractTest, ClearEntriesReplacesEverythingInOneCommit) {
+  FoldCommit c1;
+  c1.entries["a"] = Entry{1, false, "v"};
+  c1.entries["b"] = Entry{2, true, ""};
+  c1.entries["c"] = Entry{3, false, "w"};
+  c1.bucket = "b1";
+  c1.seeding = "old";
+  ASSERT_TRUE(fold_->Commit(c1).ok());
+  FoldCommit c2;
+  c2.clear_entries = true;
+  c2.entries["c"] = Entry{7, false, "x"};
+  c2.seeding = "new";
+  ASSERT_TRUE(fold_->Commit(c2).ok());
+  EXPECT_EQ(ScanAll("", true),
+            (std::vector<std::pair<std::string, Entry>>{{"c", Entry{7, false, "x"}}}));
+  auto m = fold_->ReadMeta();
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 1u);
+  EXPECT_EQ(m->bucket, "b1");
+  EXPECT_EQ(m->seeding, "new");
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
                          ::testing::Values(Backend::kMemory, Backend::kRocks),
                          [](const auto& info) {

@@ -27,6 +27,13 @@ TEST(KvSubjectsTest, ScopeFiltersCoverEveryKeyInScope) {
             (std::vector<std::string>{"$KV.b.a.>"}));
   EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "user"})),
             (std::vector<std::string>{"$KV.b.>"}));
+  // The covering filter may sort after the covered one ('1' < '>').
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.1.x", "a.c"})),
+            (std::vector<std::string>{"$KV.b.a.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.1.x", "a.1-y.z", "b"})),
+            (std::vector<std::string>{"$KV.b.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.1.x", "a.1-y.z", "c.d"})),
+            (std::vector<std::string>{"$KV.b.a.1-y.>", "$KV.b.a.1.>", "$KV.b.c.>"}));
 }
 
 TEST(KvSubjectsTest, ParsesAckReplies) {

@@ -10,8 +10,10 @@
 
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
+#include "artifact/object_meta.h"
 #include "artifact/pointer_codec.h"
 #include "fuzz/fuzz_targets.h"
+#include "nats/lease_record.h"
 #include "store/record_codec.h"
 
 namespace kvfold {
@@ -79,8 +81,65 @@ TEST(ParserRobustnessTest, ChunkRecords) { Hammer({ValidRecords()}, fuzz::ChunkR
 TEST(ParserRobustnessTest, ChunkObject) {
   Hammer({artifact::Compress(ValidRecords())}, fuzz::ChunkObject, 5000);
 }
+// JSON of the right syntax but the wrong types or shape: nlohmann throws
+// type_error on these unless every read checks the type first.
+const std::vector<std::string> kWrongShapes = {
+    "{}", "[]", "null", "1", "\"s\"", "true", "{\"a\":{}}",
+};
+
 TEST(ParserRobustnessTest, Pointer) {
-  Hammer({artifact::EncodePointer(ArtifactPointer{"id-1", 9, "b", "t"}), "{}", "[]"}, fuzz::Pointer);
+  std::vector<std::string> seeds = {artifact::EncodePointer(ArtifactPointer{"id-1", 9, "b", "t"}),
+                                    R"({"artifact":"a","cursor":1,"bucket":1})",
+                                    R"({"artifact":"a","cursor":1,"stream_created":[]})",
+                                    R"({"artifact":"a","cursor":-1})",
+                                    R"({"artifact":"a","cursor":1.5})",
+                                    R"({"artifact":7,"cursor":1})"};
+  seeds.insert(seeds.end(), kWrongShapes.begin(), kWrongShapes.end());
+  Hammer(seeds, fuzz::Pointer);
+}
+TEST(ParserRobustnessTest, ObjectMeta) {
+  std::vector<std::string> seeds = {
+      R"({"name":"LATEST","bucket":"b","nuid":"N","size":10,"chunks":1,"digest":"SHA-256=x"})",
+      R"({"nuid":"N","deleted":"yes"})", R"({"nuid":"N","size":"10"})",
+      R"({"nuid":"N","chunks":-1})",     R"({"nuid":1})",
+      R"({"nuid":"N","digest":{}})"};
+  seeds.insert(seeds.end(), kWrongShapes.begin(), kWrongShapes.end());
+  Hammer(seeds, fuzz::ObjectMeta);
+}
+TEST(ParserRobustnessTest, LeaseRecord) {
+  std::vector<std::string> seeds = {nats::EncodeLeaseRecord({"node-1", 1700000000000}),
+                                    R"({"holder":1,"expires_unix_ms":5})",
+                                    R"({"holder":"h","expires_unix_ms":"soon"})",
+                                    R"({"holder":"h","expires_unix_ms":18446744073709551615})"};
+  seeds.insert(seeds.end(), kWrongShapes.begin(), kWrongShapes.end());
+  Hammer(seeds, fuzz::LeaseRecord);
+}
+
+// Wrong-typed fields are Corruption, never an exception through the API.
+TEST(ParserRobustnessTest, WrongTypedJsonIsCorruption) {
+  EXPECT_TRUE(artifact::DecodePointer(R"({"artifact":"a","cursor":1,"bucket":1})", "t")
+                  .status()
+                  .IsCorruption());
+  EXPECT_TRUE(artifact::DecodePointer(R"({"artifact":"a","cursor":1,"stream_created":{}})", "t")
+                  .status()
+                  .IsCorruption());
+  auto ok = artifact::DecodePointer(R"({"artifact":"a","cursor":1})", "t");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->bucket, "");
+  for (const char* meta : {R"({"nuid":"N","deleted":"yes"})", R"({"nuid":"N","size":"10"})",
+                           R"({"nuid":"N","chunks":-1})", R"({"nuid":"N","digest":5})", "[1]"}) {
+    EXPECT_TRUE(artifact::ParseObjectMeta(meta, "t").status().IsCorruption()) << meta;
+  }
+  EXPECT_TRUE(artifact::ParseObjectMeta(R"({"nuid":"N","size":3,"chunks":1})", "t").ok());
+  for (const char* lease : {R"({"holder":1,"expires_unix_ms":5})",
+                            R"({"holder":"h","expires_unix_ms":"soon"})", R"({"holder":"h"})",
+                            R"({"holder":"h","expires_unix_ms":18446744073709551615})"}) {
+    EXPECT_TRUE(nats::DecodeLeaseRecord(lease, "t").status().IsCorruption()) << lease;
+  }
+  auto lease = nats::DecodeLeaseRecord(nats::EncodeLeaseRecord({"h", 42}), "t");
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->holder, "h");
+  EXPECT_EQ(lease->expires_unix_ms, 42);
 }
 TEST(ParserRobustnessTest, FoldRecords) {
   Hammer({store::EncodeEntry(Entry{5, false, "v"}), store::EncodeStringList({"a.", ""}),

@@ -12,10 +12,12 @@
 #ifndef KVFOLD_ARTIFACT_H_
 #define KVFOLD_ARTIFACT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvfold/fold.h"
@@ -82,6 +84,11 @@ struct ExportOptions {
   bool advance_pointer = true;
   // Called after each chunk. Default: none.
   ArtifactProgressFn progress;
+  // Called for each key of the fold that an artifact cannot hold (not a
+  // valid KV key, e.g. folded from a raw publish to "$KV.<bucket>.user@x"),
+  // with the reason. Such keys are left out, so the artifact stays readable;
+  // report them to the operator. Default: none.
+  std::function<void(std::string_view key, const Status& why)> skipped_key;
   // For reproducible artifacts (golden files) only: a fixed id and time.
   std::string fixed_artifact_id;
   int64_t fixed_created_unix_ms = 0;
@@ -93,15 +100,20 @@ struct ExportOptions {
 // AlreadyExists when the pointer already names an artifact at or beyond
 // this cursor: checked before writing anything, and again when moving the
 // pointer (another exporter may win in between; the artifact written is
-// then left for prune).
+// then left for prune). Keys an artifact cannot hold are skipped (see
+// ExportOptions::skipped_key). InvalidArgument when one value is too large
+// for any chunk (64 MiB raw): nothing is published then.
 StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to,
                                           const ExportOptions& options);
 
 struct VerifyOptions {
-  // PEM files with trusted Ed25519 public keys. A signed manifest must be
-  // signed by one of them when any is given.
+  // PEM files with trusted Ed25519 public keys. When any is given, the
+  // manifest must carry a signature by one of them: an unsigned artifact is
+  // refused, as with require_signature. Default: none (any or no signature;
+  // a signature that is present must still verify).
   std::vector<std::string> trusted_key_files;
-  // Refuse unsigned artifacts. REQUIRES: trusted_key_files not empty.
+  // Refuse unsigned artifacts. Implied by naming a trusted key.
+  // Default: false. REQUIRES: trusted_key_files not empty.
   bool require_signature = false;
 };
 
@@ -124,23 +136,47 @@ Status VerifyArtifact(Transport& from, const std::string& artifact_id,
 StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
                                                       std::vector<std::string>* unreadable);
 
-// Removes all but the newest `keep` artifacts, never the one the pointer
-// names. Returns the removed ids in *removed when not null.
-Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* removed);
+struct PruneOptions {
+  // How many of the newest artifacts to keep. Default: 1. REQUIRES: > 0.
+  size_t keep = 1;
+  // Artifacts created less than this long ago are kept whatever `keep`
+  // says: a seed or restore may be reading one, and a large seed takes
+  // minutes (an exporter every minute with keep 2 would otherwise pull the
+  // chunks from under it). Age is judged by the manifest's created time
+  // against this machine's clock. Default: 1 hour.
+  std::chrono::milliseconds min_age = std::chrono::hours(1);
+};
+
+// Removes all but the newest `options.keep` artifacts, never the one the
+// pointer names nor one younger than `options.min_age`. Returns the removed
+// ids in *removed when not null.
+Status PruneArtifacts(Transport& at, const PruneOptions& options,
+                      std::vector<std::string>* removed);
 
 struct SeedOptions {
   VerifyOptions verify;
   // Seed from this artifact instead of the latest. Default: the latest.
   std::string artifact_id;
-  // Refuse an artifact of another bucket. Default: "" (any bucket).
+  // When the fold holds an unfinished seed (a kill, or its artifact was
+  // pruned mid-read), discard it and seed from `artifact_id` or the latest
+  // instead; the discard lands atomically with the first commit of the new
+  // seed. Default: false (finish the unfinished seed).
+  bool discard_unfinished = false;
+  // Refuse an artifact of another bucket. Default: "" (the bucket the fold
+  // records, if any; else any bucket).
   std::string expected_bucket;
   ArtifactProgressFn progress;
 };
 
-// Fills an empty fold from an artifact: verifies the whole artifact, then
+// Fills an empty fold from an artifact. Empty: no entries, no cursor and no
+// unfinished seed; metadata alone (a first mirror that received nothing
+// records bucket and scope) does not count, but a recorded bucket must be
+// the artifact's. Verifies the whole artifact, then
 // applies it chunk by chunk (each re-verified before its commit) and sets
 // bucket, scope, stream identity and the cursor only in the final commit.
-// A fold left half-seeded by a kill is finished by re-running the same seed.
+// A fold left half-seeded by a kill is finished by re-running the same seed;
+// when that artifact is gone (NotFound, saying so), discard_unfinished
+// seeds from the latest instead.
 // FailedPrecondition for a non-empty fold; the fold is untouched on any
 // verification failure.
 StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options);

@@ -65,6 +65,10 @@ struct FoldMeta {
 // What one Commit writes: entries (each replaces the key's record) and the
 // metadata fields that are set. Unset fields keep their stored value.
 struct FoldCommit {
+  // Remove every entry (live keys and tombstones) before writing `entries`,
+  // in the same atomic write. Metadata stays unless set here. Used to
+  // discard an unfinished seed. Default: false.
+  bool clear_entries = false;
   std::map<std::string, Entry> entries;
   std::optional<uint64_t> cursor;
   std::optional<std::string> bucket;
@@ -79,8 +83,8 @@ struct FoldCommit {
   bool rebase = false;
 
   bool empty() const {
-    return entries.empty() && !cursor && !bucket && !scope && !stream_created && !seeding &&
-           !eviction_observed && !last_repair;
+    return !clear_entries && entries.empty() && !cursor && !bucket && !scope && !stream_created &&
+           !seeding && !eviction_observed && !last_repair;
   }
 };
 

@@ -24,6 +24,8 @@ class ExportLease {
 
   // True when `holder` now holds `key` until now + ttl: the key was free,
   // expired, or already held by `holder`, and no other node won the swap.
+  // Corruption when the key holds a value that is not a lease (deleting the
+  // key frees it); Unavailable when the server does not answer.
   virtual StatusOr<bool> TryAcquire(const std::string& key, const std::string& holder,
                                     std::chrono::milliseconds ttl) = 0;
 };

@@ -23,6 +23,13 @@ using RecordFn =
 Status ReadChunk(Transport& from, const ArtifactManifest& manifest, size_t index,
                  std::string* previous_key, const RecordFn& fn, uint64_t* stored_bytes);
 
+// OK when `manifest` may seed or restore a fold: it records a scope in
+// canonical form (what Scope::Make makes of it), a bucket and a stream
+// identity. FailedPrecondition without a scope; Corruption otherwise: an
+// empty identity would turn off the stream-identity check, and an empty
+// bucket would let the fold accept any bucket.
+Status CheckRestorable(const ArtifactManifest& manifest);
+
 // Every chunk in order; then checks the total entry count.
 Status ReadAllChunks(Transport& from, const ArtifactManifest& manifest, const RecordFn& fn,
                      const ArtifactProgressFn& progress);

@@ -3,12 +3,33 @@
 #include <zstd.h>
 
 #include "artifact.pb.h"
+#include "kvfold/scope.h"
 
 namespace kvfold::artifact {
 
 namespace {
 constexpr int kZstdLevel = 3;
 }  // namespace
+
+namespace {
+
+uint64_t VarintBytes(uint64_t v) {
+  uint64_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+}  // namespace
+
+Status CheckArtifactKey(std::string_view key) { return ValidateKey(key); }
+
+uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value) {
+  // ChunkRecord in proto3 wire form: one tag byte per non-default field.
+  const uint64_t body = (key.empty() ? 0 : 1 + VarintBytes(key.size()) + key.size()) +
+                        (revision == 0 ? 0 : 1 + VarintBytes(revision)) +
+                        (value.empty() ? 0 : 1 + VarintBytes(value.size()) + value.size());
+  return VarintBytes(body) + body;
+}
 
 void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
                   std::string_view value) {

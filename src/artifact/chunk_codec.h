@@ -13,8 +13,20 @@
 
 namespace kvfold::artifact {
 
-// Largest raw chunk a reader accepts; bounds memory whatever a manifest says.
+// What an artifact may hold: one definition for the exporter and every
+// reader, so an export never publishes what its own readers reject.
+//
+// The largest raw chunk (record stream) a reader accepts; bounds memory
+// whatever a manifest says. One record must fit in it too.
 inline constexpr uint64_t kMaxChunkRawBytes = uint64_t{64} << 20;
+
+// OK when an artifact may hold `key`: a valid KV key (ValidateKey:
+// [-/_=.a-zA-Z0-9], no leading or trailing '.', no empty token).
+// InvalidArgument naming the fault otherwise.
+Status CheckArtifactKey(std::string_view key);
+
+// The bytes AppendRecord adds for this record (length prefix included).
+uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value);
 
 void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
                   std::string_view value);

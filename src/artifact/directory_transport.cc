@@ -35,8 +35,12 @@ Status FsyncPath(const fs::path& p, bool directory) {
 // Writes `bytes` to `target` atomically and durably.
 Status WriteAtomically(const fs::path& target, std::string_view bytes) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  const fs::path tmp = target.parent_path() /
-                       ("." + target.filename().string() + ".tmp-" + std::to_string(rng()));
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
+  // `"." + std::string` (GCC bug 105329).
+  std::string tmp_name = target.filename().string();
+  tmp_name.insert(tmp_name.begin(), '.');
+  tmp_name.append(".tmp-").append(std::to_string(rng()));
+  const fs::path tmp = target.parent_path() / tmp_name;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0) return Errno("creating " + tmp.string());
   size_t done = 0;

@@ -13,6 +13,7 @@
 #include "artifact/signer.h"
 #include "core/pointer_rule.h"
 #include "kvfold/artifact.h"
+#include "kvfold/scope.h"
 
 namespace kvfold {
 
@@ -104,19 +105,55 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     if (options.progress) options.progress(progress);
     return Status::OK();
   };
+  auto scope = Scope::Make(m.scope);
+  if (!scope.ok()) return scope.status().WithContext("the fold's scope");
+  // Every record passes the checks readers make (artifact/chunk_codec.h):
+  // an export never publishes what its own readers reject.
+  auto add = [&](std::string_view key, const Entry& e) -> Status {
+    Status fits = artifact::CheckArtifactKey(key);
+    if (fits.ok() && !scope->Contains(key)) {
+      fits = Status::InvalidArgument("key \"" + std::string(key) +
+                                     "\" is outside the fold's scope " + scope->ToString());
+    }
+    if (!fits.ok()) {
+      if (options.skipped_key) options.skipped_key(key, fits);
+      return Status::OK();
+    }
+    if (e.revision == 0 || e.revision > m.cursor) {
+      return Status::Corruption("key \"" + std::string(key) + "\" has revision " +
+                                std::to_string(e.revision) + ", beyond the fold's cursor " +
+                                std::to_string(m.cursor));
+    }
+    const uint64_t bytes = artifact::RecordBytes(key, e.revision, e.value);
+    if (bytes > artifact::kMaxChunkRawBytes) {
+      return Status::InvalidArgument(
+          "key \"" + std::string(key) + "\" holds a value of " + std::to_string(e.value.size()) +
+          " bytes; an artifact chunk holds at most " +
+          std::to_string(artifact::kMaxChunkRawBytes) +
+          " bytes, so this fold cannot be exported (nothing was published)");
+    }
+    // Checked before the append: a chunk never grows past what readers accept.
+    if (raw.size() + bytes > artifact::kMaxChunkRawBytes) KVFOLD_RETURN_IF_ERROR(flush());
+    if (current.entry_count == 0) current.first_key = key;
+    current.last_key = key;
+    ++current.entry_count;
+    artifact::AppendRecord(&raw, key, e.revision, e.value);
+    if (raw.size() >= options.chunk_raw_bytes) return flush();
+    return Status::OK();
+  };
   Status inner;
   Status scanned = (*snapshot)->Scan("", /*include_tombstones=*/false,
                                      [&](std::string_view key, const Entry& e) {
-                                       if (current.entry_count == 0) current.first_key = key;
-                                       current.last_key = key;
-                                       ++current.entry_count;
-                                       artifact::AppendRecord(&raw, key, e.revision, e.value);
-                                       if (raw.size() >= options.chunk_raw_bytes) inner = flush();
+                                       inner = add(key, e);
                                        return inner.ok();
                                      });
-  KVFOLD_RETURN_IF_ERROR(inner);
-  KVFOLD_RETURN_IF_ERROR(scanned);
-  KVFOLD_RETURN_IF_ERROR(flush());
+  if (inner.ok()) inner = scanned;
+  if (inner.ok()) inner = flush();
+  if (!inner.ok()) {
+    // No manifest names them: leave no orphan chunks behind (best effort).
+    for (const auto& c : m.chunks) (void)to.Remove(c.name);
+    return inner;
+  }
 
   ::kvfold::wire::ManifestEnvelope envelope;
   envelope.set_manifest(artifact::ToProto(m).SerializeAsString());

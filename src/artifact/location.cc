@@ -5,6 +5,7 @@
 #include "artifact/directory_transport.h"
 #include "artifact/object_store_transport.h"
 #include "artifact/pointer_codec.h"
+#include "core/json_fields.h"
 #include "kvfold/transport.h"
 
 namespace kvfold {
@@ -58,16 +59,15 @@ std::string EncodePointer(const ArtifactPointer& p) {
 }
 
 StatusOr<ArtifactPointer> DecodePointer(std::string_view bytes, const std::string& where) {
-  auto j = nlohmann::json::parse(bytes, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("artifact") || !j["artifact"].is_string() ||
-      !j.contains("cursor") || !j["cursor"].is_number_unsigned()) {
-    return Status::Corruption("the latest pointer at " + where + " is not a valid pointer object");
-  }
+  const auto j = nlohmann::json::parse(bytes, nullptr, false);
   ArtifactPointer p;
-  p.artifact_id = j["artifact"].get<std::string>();
-  p.cursor = j["cursor"].get<uint64_t>();
-  p.bucket = j.value("bucket", std::string());
-  p.stream_created = j.value("stream_created", std::string());
+  if (j.is_discarded() || !core::ReadJsonField(j, "artifact", &p.artifact_id, true) ||
+      !core::ReadJsonField(j, "cursor", &p.cursor, true) ||
+      !core::ReadJsonField(j, "bucket", &p.bucket) ||
+      !core::ReadJsonField(j, "stream_created", &p.stream_created)) {
+    return Status::Corruption("the latest pointer at " + where +
+                              " is not a valid pointer object (missing or wrong-typed field)");
+  }
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(p.artifact_id).WithContext("latest pointer at " + where));
   return p;
 }

@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "artifact/object_meta.h"
 #include "artifact/pointer_codec.h"
 #include "artifact/signer.h"
 #include "core/base64.h"
@@ -37,17 +38,19 @@ std::string NowRfc3339() {
   return buf;
 }
 
+// A publish that failed without a refusal from JetStream (a timeout, a
+// lost connection): the message may or may not have been stored.
+bool Ambiguous(const Status& s) { return !s.IsFailedPrecondition(); }
+
 class ObjectStoreTransport final : public Transport {
  public:
-  ObjectStoreTransport(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
+  ObjectStoreTransport(std::shared_ptr<nats::NatsConnection> conn, std::string bucket,
+                       ObjectStoreFaults faults)
       : conn_(std::move(conn)),
         bucket_(std::move(bucket)),
         stream_("OBJ_" + bucket_),
-        location_("obj:" + bucket_) {}
-
-  ~ObjectStoreTransport() override {
-    if (js_ != nullptr) jsCtx_Destroy(js_);
-  }
+        location_("obj:" + bucket_),
+        faults_(std::move(faults)) {}
 
   Status Init(bool create_if_missing) {
     if (!create_if_missing) {
@@ -76,14 +79,14 @@ class ObjectStoreTransport final : public Transport {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     auto old = ReadMeta(name);
     if (!old.ok()) return old.status();
-    auto meta = WriteData(name, bytes);
-    if (!meta.ok()) return meta.status();
-    auto published = conn_->Publish(MetaSubject(name), meta->dump(), {{"Nats-Rollup", "sub"}});
+    auto fresh = WriteData(name, bytes);
+    if (!fresh.ok()) return fresh.status();
+    auto published = Publish(MetaSubject(name), fresh->record.dump(), {{"Nats-Rollup", "sub"}});
     if (!published.ok()) {
-      Purge(ChunkSubject((*meta)["nuid"].get<std::string>()));
-      return published.status().WithContext("publishing object " + name);
+      KVFOLD_RETURN_IF_ERROR(SettleFailedMetaPublish(name, fresh->nuid, published.status())
+                                 .WithContext("publishing object " + name));
     }
-    if (*old && !(*old)->value("deleted", false)) Purge(ChunkSubject((**old)["nuid"].get<std::string>()));
+    if (*old && !(*old)->meta.deleted) Purge(ChunkSubject((*old)->meta.nuid));
     return Status::OK();
   }
 
@@ -91,27 +94,26 @@ class ObjectStoreTransport final : public Transport {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     auto meta = ReadMeta(name);
     if (!meta.ok()) return meta.status();
-    if (!*meta || (*meta)->value("deleted", false)) {
+    if (!*meta || (*meta)->meta.deleted) {
       return Status::NotFound("object " + name + " does not exist in " + location_);
     }
-    return ReadData(name, **meta);
+    return ReadData(name, (*meta)->meta);
   }
 
   Status Remove(const std::string& name) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     auto meta = ReadMeta(name);
     if (!meta.ok()) return meta.status();
-    if (!*meta || (*meta)->value("deleted", false)) return Status::OK();
-    json gone = **meta;
-    gone.erase("$seq");
+    if (!*meta || (*meta)->meta.deleted) return Status::OK();
+    json gone = (*meta)->meta.raw;
     gone["deleted"] = true;
     gone["size"] = 0;
     gone["chunks"] = 0;
     gone["digest"] = "";
     gone["mtime"] = NowRfc3339();
-    auto published = conn_->Publish(MetaSubject(name), gone.dump(), {{"Nats-Rollup", "sub"}});
-    if (!published.ok()) return published.status();
-    Purge(ChunkSubject((**meta)["nuid"].get<std::string>()));
+    auto published = Publish(MetaSubject(name), gone.dump(), {{"Nats-Rollup", "sub"}});
+    if (!published.ok()) return published.status();  // the data stays: never purge on doubt
+    Purge(ChunkSubject((*meta)->meta.nuid));
     return Status::OK();
   }
 
@@ -120,14 +122,24 @@ class ObjectStoreTransport final : public Transport {
                                   json{{"subjects_filter", "$O." + bucket_ + ".M.>"}});
     if (!info.ok()) return info.status();
     std::vector<std::string> out;
-    const json& subjects = (*info)["state"].value("subjects", json::object());
+    const auto state = info->find("state");
+    if (state == info->end() || !state->is_object()) {
+      return Status::Corruption("stream info of " + stream_ + " has no state");
+    }
+    const auto subjects = state->find("subjects");
+    if (subjects == state->end() || subjects->is_null()) return out;  // no objects yet
+    if (!subjects->is_object()) {
+      return Status::Corruption("stream info of " + stream_ + " lists subjects as " +
+                                std::string(subjects->type_name()));
+    }
     const std::string prefix = "$O." + bucket_ + ".M.";
-    for (auto it = subjects.begin(); it != subjects.end(); ++it) {
+    for (auto it = subjects->begin(); it != subjects->end(); ++it) {
+      if (!std::string_view(it.key()).starts_with(prefix)) continue;
       auto name = core::Base64Decode(std::string_view(it.key()).substr(prefix.size()));
       if (!name || *name == kPointerName || !ValidateObjectName(*name).ok()) continue;
       auto meta = ReadMeta(*name);
       if (!meta.ok()) return meta.status();
-      if (*meta && !(*meta)->value("deleted", false)) out.push_back(*name);
+      if (*meta && !(*meta)->meta.deleted) out.push_back(*name);
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -138,8 +150,8 @@ class ObjectStoreTransport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       auto meta = ReadMeta(kPointerName);
       if (!meta.ok()) return meta.status();
-      if (!*meta || (*meta)->value("deleted", false)) return std::optional<ArtifactPointer>();
-      auto data = ReadData(kPointerName, **meta);
+      if (!*meta || (*meta)->meta.deleted) return std::optional<ArtifactPointer>();
+      auto data = ReadData(kPointerName, (*meta)->meta);
       if (data.ok()) {
         auto p = DecodePointer(*data, location_);
         if (!p.ok()) return p.status();
@@ -156,10 +168,21 @@ class ObjectStoreTransport final : public Transport {
       std::optional<ArtifactPointer> current;
       uint64_t expected_seq = 0;
       if (*meta) {
-        expected_seq = (**meta)["$seq"].get<uint64_t>();
-        if (!(*meta)->value("deleted", false)) {
-          auto data = ReadData(kPointerName, **meta);
-          if (!data.ok()) continue;  // raced a swap: read again
+        expected_seq = (*meta)->seq;
+        if (!(*meta)->meta.deleted) {
+          auto data = ReadData(kPointerName, (*meta)->meta);
+          if (!data.ok()) {
+            // Raced a swap (the meta moved on: read again), or the meta
+            // names data that is gone, which no retry mends.
+            auto again = ReadMeta(kPointerName);
+            if (again.ok() && *again && (*again)->seq == expected_seq) {
+              return data.status().WithContext(
+                  "the latest pointer cannot be read, so it cannot be moved forward; to reset "
+                  "it, purge subject " + MetaSubject(kPointerName) + " of stream " + stream_ +
+                  " and export again");
+            }
+            continue;
+          }
           auto p = DecodePointer(*data, location_);
           if (!p.ok()) return p.status();
           current = *p;
@@ -168,28 +191,39 @@ class ObjectStoreTransport final : public Transport {
       KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(current, next));
       auto fresh = WriteData(kPointerName, EncodePointer(next));
       if (!fresh.ok()) return fresh.status();
-      auto published = conn_->Publish(
-          MetaSubject(kPointerName), fresh->dump(),
+      auto published = Publish(
+          MetaSubject(kPointerName), fresh->record.dump(),
           {{"Nats-Rollup", "sub"},
            {"Nats-Expected-Last-Subject-Sequence", std::to_string(expected_seq)}});
-      if (published.ok()) {
-        if (*meta && !(*meta)->value("deleted", false)) {
-          Purge(ChunkSubject((**meta)["nuid"].get<std::string>()));
-        }
-        return Status::OK();
+      Status swapped = published.status();
+      if (!published.ok()) {
+        const bool lost_race = published.status().message().find(
+                                   "err_code " + std::to_string(kWrongLastSequence)) !=
+                               std::string::npos;
+        swapped = SettleFailedMetaPublish(kPointerName, fresh->nuid, published.status());
+        // Another exporter moved the pointer between our read and write.
+        if (!swapped.ok() && lost_race) continue;
       }
-      Purge(ChunkSubject((*fresh)["nuid"].get<std::string>()));
-      if (published.status().message().find("err_code " + std::to_string(kWrongLastSequence)) ==
-          std::string::npos) {
-        return published.status();
-      }
-      // Another exporter moved the pointer between our read and write.
+      if (!swapped.ok()) return swapped;
+      if (*meta && !(*meta)->meta.deleted) Purge(ChunkSubject((*meta)->meta.nuid));
+      return Status::OK();
     }
     return Status::Unavailable("the latest pointer in " + location_ +
                                " kept changing; gave up after 20 attempts");
   }
 
  private:
+  // A meta record as stored: parsed, with its stream sequence.
+  struct StoredMeta {
+    ObjectMeta meta;
+    uint64_t seq = 0;
+  };
+  // What WriteData stored: the meta record to publish for it.
+  struct WrittenData {
+    json record;
+    std::string nuid;
+  };
+
   std::string MetaSubject(const std::string& name) const {
     return "$O." + bucket_ + ".M." + core::Base64UrlEncode(name);
   }
@@ -201,95 +235,95 @@ class ObjectStoreTransport final : public Transport {
     (void)conn_->ApiRequest("STREAM.PURGE." + stream_, json{{"filter", subject}});
   }
 
-  // The object's current meta JSON with its stream sequence as "$seq", or
-  // nullopt when there never was one.
-  StatusOr<std::optional<json>> ReadMeta(const std::string& name) {
+  // conn_->Publish, through the test seam.
+  StatusOr<uint64_t> Publish(const std::string& subject, std::string_view data,
+                             const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    auto seq = conn_->Publish(subject, data, headers);
+    if (seq.ok() && faults_.lose_ack && faults_.lose_ack(subject)) {
+      return Status::Unavailable("publishing to " + subject + " failed: timeout (ack lost)");
+    }
+    return seq;
+  }
+
+  // After publishing the meta of `name` (data under `nuid`) failed with
+  // `error`: OK when the meta landed anyway, else the error. The new data is
+  // purged only when JetStream refused the meta: after a timeout the meta
+  // may have landed, and purging would leave it naming data that is gone
+  // (for the pointer: every later read and swap failing until repaired by
+  // hand). Unreferenced data left behind is only wasted space.
+  Status SettleFailedMetaPublish(const std::string& name, const std::string& nuid,
+                                 const Status& error) {
+    if (!Ambiguous(error)) {
+      Purge(ChunkSubject(nuid));
+      return error;
+    }
+    auto now = ReadMeta(name);
+    if (!now.ok()) {
+      return error.WithContext("the outcome is unknown (re-reading failed: " +
+                               now.status().ToString() + "); its data was kept");
+    }
+    if (*now && (*now)->meta.nuid == nuid) return Status::OK();  // it landed
+    return error;
+  }
+
+  // The object's current meta with its stream sequence, or nullopt when
+  // there never was one.
+  StatusOr<std::optional<StoredMeta>> ReadMeta(const std::string& name) {
     auto msg = conn_->LastMessage(stream_, MetaSubject(name));
     if (!msg.ok()) return msg.status();
-    if (!*msg) return std::optional<json>();
-    json meta = json::parse((*msg)->data, nullptr, false);
-    if (!meta.is_object() || !meta.contains("nuid") || !meta["nuid"].is_string()) {
-      return Status::Corruption("object " + name + " in " + location_ + " has unreadable meta");
-    }
-    meta["$seq"] = (*msg)->seq;
-    return std::optional<json>(std::move(meta));
+    if (!*msg) return std::optional<StoredMeta>();
+    auto meta = ParseObjectMeta((*msg)->data, "object " + name + " in " + location_);
+    if (!meta.ok()) return meta.status();
+    return std::optional<StoredMeta>(StoredMeta{std::move(meta).value(), (*msg)->seq});
   }
 
   // Publishes `bytes` as chunk messages under a new nuid; returns the meta.
-  StatusOr<json> WriteData(const std::string& name, std::string_view bytes) {
+  StatusOr<WrittenData> WriteData(const std::string& name, std::string_view bytes) {
     const std::string nuid = NewNuid();
     const std::string subject = ChunkSubject(nuid);
     uint64_t chunks = 0;
     for (size_t off = 0; off < bytes.size(); off += kObjectChunkSize) {
-      auto seq = conn_->Publish(subject, bytes.substr(off, kObjectChunkSize));
+      auto seq = Publish(subject, bytes.substr(off, kObjectChunkSize));
       if (!seq.ok()) {
-        Purge(subject);
+        Purge(subject);  // no meta names this nuid yet
         return seq.status().WithContext("writing object " + name);
       }
       ++chunks;
     }
-    return json{{"name", name},
-                {"bucket", bucket_},
-                {"nuid", nuid},
-                {"size", bytes.size()},
-                {"chunks", chunks},
-                {"mtime", NowRfc3339()},
-                {"digest", "SHA-256=" + core::Base64UrlEncode(Sha256(bytes))},
-                {"options", {{"max_chunk_size", kObjectChunkSize}}}};
+    return WrittenData{json{{"name", name},
+                            {"bucket", bucket_},
+                            {"nuid", nuid},
+                            {"size", bytes.size()},
+                            {"chunks", chunks},
+                            {"mtime", NowRfc3339()},
+                            {"digest", "SHA-256=" + core::Base64UrlEncode(Sha256(bytes))},
+                            {"options", {{"max_chunk_size", kObjectChunkSize}}}},
+                       nuid};
   }
 
-  StatusOr<std::string> ReadData(const std::string& name, const json& meta) {
-    const uint64_t size = meta.value("size", uint64_t{0});
-    const uint64_t chunks = meta.value("chunks", uint64_t{0});
+  StatusOr<std::string> ReadData(const std::string& name, const ObjectMeta& meta) {
+    // One direct get per chunk, each answered at once: when a concurrent
+    // swap or prune purged the chunks, the read fails at the first missing
+    // one, where a consumer would wait out its timeout.
+    const std::string subject = ChunkSubject(meta.nuid);
     std::string out;
-    if (chunks == 1) {
-      // One request, answered at once even when a concurrent swap purged the
-      // chunk (the pointer is always one chunk), where a consumer would wait
-      // out its timeout.
-      auto only = conn_->LastMessage(stream_, ChunkSubject(meta["nuid"].get<std::string>()));
-      if (!only.ok()) return only.status().WithContext("reading object " + name);
-      if (!*only) {
+    uint64_t next_seq = 1;
+    for (uint64_t i = 0; i < meta.chunks; ++i) {
+      auto msg = conn_->NextMessage(stream_, subject, next_seq);
+      if (!msg.ok()) return msg.status().WithContext("reading object " + name);
+      if (!*msg) {
         return Status::NotFound("object " + name + " in " + location_ + " has missing chunks");
       }
-      out = std::move((*only)->data);
-    } else if (chunks > 1) {
-      if (js_ == nullptr) {
-        natsStatus s = natsConnection_JetStream(&js_, conn_->raw(), nullptr);
-        if (s != NATS_OK) return Status::Internal("JetStream context: " + nats::NatsError(s));
-      }
-      jsSubOptions so;
-      jsSubOptions_Init(&so);
-      so.Stream = stream_.c_str();
-      so.Ordered = true;
-      natsSubscription* sub = nullptr;
-      jsErrCode jerr = static_cast<jsErrCode>(0);
-      const std::string subject = ChunkSubject(meta["nuid"].get<std::string>());
-      natsStatus s = js_SubscribeSync(&sub, js_, subject.c_str(), nullptr, &so, &jerr);
-      if (s != NATS_OK) {
-        return Status::Unavailable("reading object " + name + ": " + nats::NatsError(s));
-      }
-      for (uint64_t i = 0; i < chunks; ++i) {
-        natsMsg* m = nullptr;
-        s = natsSubscription_NextMsg(&m, sub, conn_->timeout().count());
-        if (s != NATS_OK) break;
-        out.append(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
-        natsMsg_Destroy(m);
-      }
-      natsSubscription_Unsubscribe(sub);
-      natsSubscription_Destroy(sub);
-      if (s == NATS_TIMEOUT) {
-        return Status::NotFound("object " + name + " in " + location_ + " has missing chunks");
-      }
-      if (s != NATS_OK) {
-        return Status::Unavailable("reading object " + name + ": " + nats::NatsError(s));
-      }
+      out.append((*msg)->data);
+      next_seq = (*msg)->seq + 1;
+      if (out.size() > meta.size) break;  // the size check below reports it
     }
-    if (out.size() != size) {
+    if (out.size() != meta.size) {
       return Status::Corruption("object " + name + " in " + location_ + " holds " +
                                 std::to_string(out.size()) + " bytes; its meta says " +
-                                std::to_string(size));
+                                std::to_string(meta.size));
     }
-    if (meta.value("digest", std::string()) != "SHA-256=" + core::Base64UrlEncode(Sha256(out))) {
+    if (meta.digest != "SHA-256=" + core::Base64UrlEncode(Sha256(out))) {
       return Status::Corruption("object " + name + " in " + location_ +
                                 " does not match its SHA-256 digest");
     }
@@ -300,18 +334,19 @@ class ObjectStoreTransport final : public Transport {
   std::string bucket_;
   std::string stream_;
   std::string location_;
-  jsCtx* js_ = nullptr;
+  ObjectStoreFaults faults_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Transport>> OpenObjectStoreTransport(const ConnectOptions& connect,
                                                               const std::string& bucket,
-                                                              bool create_if_missing) {
+                                                              bool create_if_missing,
+                                                              ObjectStoreFaults faults) {
   KVFOLD_RETURN_IF_ERROR(ValidateBucketName(bucket).WithContext("object store"));
   auto conn = nats::NatsConnection::Connect(connect);
   if (!conn.ok()) return conn.status();
-  auto t = std::make_unique<ObjectStoreTransport>(*conn, bucket);
+  auto t = std::make_unique<ObjectStoreTransport>(*conn, bucket, std::move(faults));
   KVFOLD_RETURN_IF_ERROR(t->Init(create_if_missing));
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -11,6 +11,7 @@
 #ifndef KVFOLD_ARTIFACT_OBJECT_STORE_TRANSPORT_H_
 #define KVFOLD_ARTIFACT_OBJECT_STORE_TRANSPORT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,10 +20,19 @@
 
 namespace kvfold::artifact {
 
+// Faults the transport injects into its own traffic, for tests.
+struct ObjectStoreFaults {
+  // Called after each publish JetStream stored; returning true reports it
+  // as a timeout, as when the ack is lost after the write landed.
+  // Default: none.
+  std::function<bool(const std::string& subject)> lose_ack;
+};
+
 // NotFound when the stream is missing and `create_if_missing` is false.
 StatusOr<std::unique_ptr<Transport>> OpenObjectStoreTransport(const ConnectOptions& connect,
                                                               const std::string& bucket,
-                                                              bool create_if_missing);
+                                                              bool create_if_missing,
+                                                              ObjectStoreFaults faults = {});
 
 }  // namespace kvfold::artifact
 

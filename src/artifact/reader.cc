@@ -1,6 +1,7 @@
 // Reading, verifying, listing and pruning artifacts.
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <vector>
 
@@ -73,7 +74,9 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
                                         ", which is not among the trusted keys");
     }
   }
-  if (!m.is_signed && options.require_signature) {
+  // Naming trusted keys requires a signature: otherwise stripping the
+  // signature would be all it takes to get past them.
+  if (!m.is_signed && (options.require_signature || !options.trusted_key_files.empty())) {
     return Status::FailedPrecondition(what + " is unsigned, and a signature is required");
   }
   return m;
@@ -119,7 +122,7 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
     if (key <= last) {  // keys are never empty, so the first one passes
       return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
     }
-    if (!ValidateKey(key).ok() || !scope->Contains(key)) {
+    if (!CheckArtifactKey(key).ok() || !scope->Contains(key)) {
       return Status::Corruption(what + ": key \"" + std::string(key) +
                                 "\" is not a valid key in the artifact's scope");
     }
@@ -139,6 +142,26 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
   }
   KVFOLD_RETURN_IF_ERROR(ForEachRecord(*raw, what, fn));
   *previous_key = last;
+  return Status::OK();
+}
+
+Status CheckRestorable(const ArtifactManifest& m) {
+  const std::string what = "artifact " + m.artifact_id;
+  if (!m.has_scope) {
+    return Status::FailedPrecondition(what + " records no scope; it cannot seed or restore a fold");
+  }
+  auto scope = Scope::Make(m.scope);
+  if (!scope.ok() || scope->prefixes() != m.scope) {
+    std::string listed;
+    for (const auto& p : m.scope) listed += (listed.empty() ? "\"" : ", \"") + p + "\"";
+    return Status::Corruption(what + " records scope [" + listed +
+                              "], which is not a valid scope in canonical form");
+  }
+  if (m.bucket.empty() || m.stream_created.empty()) {
+    return Status::Corruption(what + " records no " +
+                              (m.bucket.empty() ? "bucket" : "stream identity") +
+                              "; it cannot seed or restore a fold");
+  }
   return Status::OK();
 }
 
@@ -205,16 +228,22 @@ StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
   return ManifestsIn(from, *names, unreadable);
 }
 
-Status PruneArtifacts(Transport& at, size_t keep, std::vector<std::string>* removed) {
+Status PruneArtifacts(Transport& at, const PruneOptions& options,
+                      std::vector<std::string>* removed) {
+  if (options.keep == 0) return Status::InvalidArgument("prune must keep at least one artifact");
   auto pointer = at.ReadPointer();
   if (!pointer.ok()) return pointer.status();
   auto names = at.List();
   if (!names.ok()) return names.status();
   const std::vector<ArtifactManifest> all = ManifestsIn(at, *names, nullptr);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   size_t kept = 0;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const bool named = *pointer && (*pointer)->artifact_id == it->artifact_id;
-    if (named || kept < keep) {
+    const bool young = now_ms - it->created_unix_ms < options.min_age.count();
+    if (named || young || kept < options.keep) {
       ++kept;
       continue;
     }

@@ -4,6 +4,8 @@
 // cursor, bucket, scope and identity land only in the final commit, so a
 // kill mid-seed leaves a fold the watcher refuses and a re-run finishes.
 
+#include <utility>
+
 #include "artifact/artifact_reader.h"
 #include "core/mutation.h"
 #include "kvfold/artifact.h"
@@ -13,8 +15,9 @@ namespace kvfold {
 StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options) {
   auto meta = fold.ReadMeta();
   if (!meta.ok()) return meta.status();
-  const bool untouched = !meta->cursor && meta->entries == 0 && meta->bucket.empty() &&
-                         meta->seeding.empty();
+  // Metadata alone does not make a fold non-empty: a first mirror whose
+  // delivery broke before any message records bucket and scope, nothing else.
+  const bool untouched = !meta->cursor && meta->entries == 0 && meta->seeding.empty();
   const bool unfinished = !meta->cursor && !meta->seeding.empty();
   if (!untouched && !unfinished) {
     return Status::FailedPrecondition(
@@ -24,11 +27,17 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
         " keys); seed only fills an empty fold: choose a new --fold directory");
   }
   std::string id = options.artifact_id;
-  if (unfinished) {
+  // The way out of a seed whose artifact was pruned mid-read.
+  const std::string discard_hint =
+      "; to discard the unfinished seed and seed from the latest artifact instead, re-run with "
+      "--discard-unfinished (SeedOptions::discard_unfinished)";
+  const bool discard = unfinished && options.discard_unfinished;
+  if (unfinished && !discard) {
     if (!id.empty() && id != meta->seeding) {
       return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
                                         meta->seeding + ", not " + id +
-                                        "; re-run the seed without naming another artifact");
+                                        "; re-run the seed without naming another artifact" +
+                                        discard_hint);
     }
     id = meta->seeding;
   }
@@ -38,16 +47,23 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
     id = *latest;
   }
   auto manifest = ReadArtifactManifest(from, id, options.verify);
-  if (!manifest.ok()) return manifest.status();
+  if (!manifest.ok()) {
+    if (unfinished && !discard && manifest.status().IsNotFound()) {
+      return Status::NotFound("the fold holds an unfinished seed from artifact " + id +
+                              ", which is gone from " + from.location() +
+                              " (pruned while the seed read it?)" + discard_hint);
+    }
+    return manifest.status();
+  }
   const ArtifactManifest& m = *manifest;
-  if (!options.expected_bucket.empty() && m.bucket != options.expected_bucket) {
+  // A fold that already records its bucket takes only that bucket's artifacts.
+  const std::string& expected_bucket =
+      options.expected_bucket.empty() ? meta->bucket : options.expected_bucket;
+  if (!expected_bucket.empty() && m.bucket != expected_bucket) {
     return Status::FailedPrecondition("artifact " + id + " is of bucket " + m.bucket + ", not " +
-                                      options.expected_bucket);
+                                      expected_bucket);
   }
-  if (!m.has_scope) {
-    return Status::FailedPrecondition("artifact " + id +
-                                      " records no scope; it cannot seed or restore a fold");
-  }
+  KVFOLD_RETURN_IF_ERROR(artifact::CheckRestorable(m));
   // Pass 1: everything verifies, or nothing is written.
   if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
     KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
@@ -58,24 +74,35 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   ArtifactProgress progress;
   progress.entries_total = m.entry_count;
   std::string previous;
+  // The unfinished seed goes in the first commit of this one, atomically.
+  bool clear = discard;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     FoldCommit commit;
+    commit.clear_entries = std::exchange(clear, false);
     commit.seeding = id;
     if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit.cursor = m.cursor;
     uint64_t stored = 0;
-    KVFOLD_RETURN_IF_ERROR(artifact::ReadChunk(
+    Status read = artifact::ReadChunk(
         from, m, i, &previous,
         [&commit](std::string_view key, uint64_t rev, std::string_view value) {
           commit.entries.emplace(std::string(key), Entry{rev, false, std::string(value)});
           return Status::OK();
         },
-        &stored));
+        &stored);
+    if (!read.ok()) {
+      // Verified a moment ago: the artifact changed under the seed (most
+      // likely pruned), and the fold keeps the chunks applied so far.
+      if (i == 0 && !discard && !unfinished) return read;  // nothing written yet
+      return read.WithContext("artifact " + id + " changed while seeding from it; the fold " +
+                              "holds an unfinished seed" + discard_hint);
+    }
     KVFOLD_RETURN_IF_ERROR(fold.Commit(commit));
     progress.entries_done += m.chunks[i].entry_count;
     progress.bytes_done += stored;
     if (options.progress) options.progress(progress);
   }
   FoldCommit last;
+  last.clear_entries = clear;  // an artifact without chunks
   last.cursor = m.cursor;
   last.bucket = m.bucket;
   last.scope = m.scope;

@@ -90,11 +90,14 @@ struct ExportFlags {
   std::string to;
   std::string sign_key;
   size_t keep = 0;
+  std::string min_age = "1h";
   bool json = false;
 };
 
 int RunExport(const ExportFlags& f) {
   KVFOLD_RETURN_IF_ERROR_EXIT("export", CheckConnectFlags(f.connect));
+  auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
+  if (!min_age.ok()) return Report("export", min_age.status().WithContext("--min-age"));
   FoldOptions fo;
   fo.read_only = true;  // a consistent snapshot also works beside a running mirror
   auto fold = OpenRocksFold(f.fold, fo);
@@ -105,8 +108,17 @@ int RunExport(const ExportFlags& f) {
   options.sign_key_file = f.sign_key;
   ProgressBar bar("export");
   options.progress = bar.Callback();
+  uint64_t skipped = 0;
+  std::string first_skipped;
+  options.skipped_key = [&](std::string_view, const Status& why) {
+    if (skipped++ == 0) first_skipped = why.message();
+  };
   auto m = ExportArtifact(**fold, **to, options);
   bar.Finish();
+  if (skipped > 0) {
+    std::cerr << "kvfold export: warning: left out " << skipped
+              << " key(s) an artifact cannot hold; first: " << first_skipped << "\n";
+  }
   if (m.status().IsAlreadyExists()) {
     std::cerr << "kvfold export: up to date, nothing newer to publish: " << m.status().message() << "\n";
     return kExitOk;
@@ -114,7 +126,8 @@ int RunExport(const ExportFlags& f) {
   if (!m.ok()) return Report("export", m.status());
   if (f.keep > 0) {
     std::vector<std::string> removed;
-    Status pruned = PruneArtifacts(**to, f.keep, &removed);
+    Status pruned =
+        PruneArtifacts(**to, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
     if (!pruned.ok()) return Report("export", pruned);
     for (const auto& id : removed) std::cerr << "kvfold export: pruned " << id << "\n";
   }
@@ -135,6 +148,7 @@ struct SeedFlags {
   std::string bucket;
   std::vector<std::string> trusted;
   bool require_signature = false;
+  bool discard_unfinished = false;
 };
 
 // A seed refused before its first commit leaves the directory as it found
@@ -170,6 +184,7 @@ int RunSeed(const SeedFlags& f) {
   options.verify.require_signature = f.require_signature;
   options.artifact_id = f.artifact;
   options.expected_bucket = f.bucket;
+  options.discard_unfinished = f.discard_unfinished;
   ProgressBar bar("seed");
   options.progress = bar.Callback();
   auto m = SeedFold(**fold, **from, options);
@@ -192,6 +207,7 @@ struct ArtifactsFlags {
   bool require_signature = false;
   bool json = false;
   size_t keep = 0;
+  std::string min_age = "1h";
 };
 
 int RunList(const ArtifactsFlags& f) {
@@ -263,8 +279,10 @@ int RunVerify(const ArtifactsFlags& f) {
 int RunPrune(const ArtifactsFlags& f) {
   auto at = OpenTransport(f.location, f.connect);
   if (!at.ok()) return Report("artifacts prune", at.status());
+  auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
+  if (!min_age.ok()) return Report("artifacts prune", min_age.status().WithContext("--min-age"));
   std::vector<std::string> removed;
-  Status s = PruneArtifacts(**at, f.keep, &removed);
+  Status s = PruneArtifacts(**at, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
   for (const auto& id : removed) std::cout << "removed " << id << "\n";
   return Report("artifacts prune", s);
 }
@@ -283,6 +301,9 @@ Runner AddExportCommand(CLI::App& app) {
   cmd->add_option("--sign-key", f->sign_key, "PEM Ed25519 private key to sign the manifest")
       ->check(CLI::ExistingFile);
   cmd->add_option("--keep", f->keep, "after exporting, prune to the newest K artifacts");
+  cmd->add_option("--min-age", f->min_age,
+                  "with --keep, never prune an artifact younger than this (a seed may be "
+                  "reading it), e.g. 0s, 30m, 2h (default 1h)");
   cmd->add_flag("--json", f->json, "print the new manifest as JSON");
   AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
   return [f] { return RunExport(*f); };
@@ -299,10 +320,14 @@ Runner AddSeedCommand(CLI::App& app) {
       ->check(kArtifactLocation);
   cmd->add_option("--artifact", f->artifact, "seed from this artifact instead of the latest");
   cmd->add_option("--bucket", f->bucket, "refuse an artifact of any other bucket");
-  cmd->add_option("--trusted-key", f->trusted, "PEM Ed25519 public key to trust; repeatable")
+  cmd->add_option("--trusted-key", f->trusted,
+                  "PEM Ed25519 public key to trust; repeatable; the artifact must be signed by one")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--require-signature", f->require_signature,
-                "refuse artifacts not signed by a trusted key");
+                "refuse artifacts not signed by a trusted key (implied by --trusted-key)");
+  cmd->add_flag("--discard-unfinished", f->discard_unfinished,
+                "discard an unfinished seed in --fold (e.g. its artifact was pruned) and seed "
+                "from --artifact or the latest");
   AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
   return [f] { return RunSeed(*f); };
 }
@@ -328,14 +353,19 @@ Runner AddArtifactsCommand(CLI::App& app) {
       "verify", "Check the manifest, the signature and every chunk; exit 1 naming any fault.");
   common(verify);
   verify->add_option("artifact", f->artifact, "artifact id (default: the latest)");
-  verify->add_option("--trusted-key", f->trusted, "PEM Ed25519 public key to trust; repeatable")
+  verify->add_option("--trusted-key", f->trusted,
+                     "PEM Ed25519 public key to trust; repeatable; the artifact must be "
+                     "signed by one")
       ->check(CLI::ExistingFile);
   verify->add_flag("--require-signature", f->require_signature,
-                   "fail unless signed by a trusted key");
+                   "fail unless signed by a trusted key (implied by --trusted-key)");
   CLI::App* prune = cmd->add_subcommand(
       "prune", "Remove all but the newest K artifacts, never the latest one.");
   common(prune);
   prune->add_option("--keep", f->keep, "how many to keep")->required()->check(CLI::PositiveNumber);
+  prune->add_option("--min-age", f->min_age,
+                    "never remove an artifact younger than this (a seed may be reading it), "
+                    "e.g. 0s, 30m, 2h (default 1h)");
   return [f, list, inspect, verify, prune] {
     KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", CheckConnectFlags(f->connect));
     if (list->parsed()) return RunList(*f);

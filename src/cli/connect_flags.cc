@@ -33,18 +33,27 @@ const CLI::Validator kArtifactLocation(
     },
     "dir:PATH|obj:BUCKET");
 
-StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool allow_zero) {
   uint64_t n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
   const std::string unit(ptr, text.data() + text.size());
   const auto bad = Status::InvalidArgument("duration \"" + text +
                                            "\" is not a number followed by ms, s, m or h");
-  if (ec != std::errc() || ptr == text.data() || n == 0) return bad;
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "s") return std::chrono::milliseconds(n * 1000);
-  if (unit == "m") return std::chrono::milliseconds(n * 60 * 1000);
-  if (unit == "h") return std::chrono::milliseconds(n * 3600 * 1000);
-  return bad;
+  if (ec != std::errc() && ec != std::errc::result_out_of_range) return bad;
+  if (ptr == text.data() || (ec == std::errc() && n == 0 && !allow_zero)) return bad;
+  uint64_t ms_per_unit = 0;
+  if (unit == "ms") ms_per_unit = 1;
+  if (unit == "s") ms_per_unit = 1000;
+  if (unit == "m") ms_per_unit = 60 * 1000;
+  if (unit == "h") ms_per_unit = 3600 * 1000;
+  if (ms_per_unit == 0) return bad;
+  // Beyond this a sleep deadline could overflow the clock (a negative sleep
+  // is a tight loop); no schedule needs more.
+  constexpr uint64_t kMaxMs = uint64_t{10} * 366 * 24 * 3600 * 1000;  // ~10 years
+  if (ec == std::errc::result_out_of_range || n > kMaxMs / ms_per_unit) {
+    return Status::InvalidArgument("duration \"" + text + "\" is out of range (at most 10 years)");
+  }
+  return std::chrono::milliseconds(n * ms_per_unit);
 }
 
 }  // namespace kvfold::cli

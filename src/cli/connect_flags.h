@@ -20,8 +20,10 @@ Status CheckConnectFlags(const ConnectOptions& options);
 // dir:PATH nor obj:BUCKET.
 extern const CLI::Validator kArtifactLocation;
 
-// "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise.
-StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
+// "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise,
+// also for zero (unless `allow_zero`) and for more than about 10 years.
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text,
+                                                  bool allow_zero = false);
 
 }  // namespace kvfold::cli
 

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "kvfold/artifact.h"
@@ -91,7 +92,12 @@ class ScheduledExport {
       ExportOptions options;
       options.exporter_id = holder;
       options.sign_key_file = f_.sign_key;
+      uint64_t skipped = 0;
+      options.skipped_key = [&](std::string_view key, const Status& why) {
+        if (skipped++ == 0) Log("warning: left out key " + std::string(key) + ": " + why.message());
+      };
       auto m = ExportArtifact(fold_, *to, options);
+      if (skipped > 1) Log("warning: left out " + std::to_string(skipped) + " keys in all");
       if (m.status().IsAlreadyExists()) continue;  // nothing new since the last round
       if (!m.ok()) {
         Log(m.status().ToString());
@@ -100,7 +106,7 @@ class ScheduledExport {
       Log("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
           std::to_string(m->entry_count) + " entries) to " + to->location());
       if (f_.keep > 0) {
-        Status pruned = PruneArtifacts(*to, f_.keep, nullptr);
+        Status pruned = PruneArtifacts(*to, PruneOptions{.keep = f_.keep}, nullptr);
         if (!pruned.ok()) Log("prune: " + pruned.ToString());
       }
     }
@@ -146,6 +152,22 @@ class LazyArtifactSource final : public ArtifactSource {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ArtifactSource> inner_;
 };
+
+// What a scheduled export needs, checked once before mirroring: a bad
+// lease bucket name, an unusable signing key or an unreachable location
+// would otherwise only be logged every round while no export happens.
+// InvalidArgument (exit 2) for bad flags, other errors exit 1.
+Status CheckExportSetup(const MirrorFlags& f) {
+  KVFOLD_RETURN_IF_ERROR(
+      ExportLease::Open(f.connect, f.lease_bucket).status().WithContext("--lease-bucket"));
+  if (!f.sign_key.empty()) {
+    KVFOLD_RETURN_IF_ERROR(
+        artifact::SigningKey::Load(f.sign_key).status().WithContext("--sign-key"));
+  }
+  return OpenTransport(f.export_to, f.connect, TransportOptions{.create_if_missing = true})
+      .status()
+      .WithContext("--export-to");
+}
 
 // Turns SIGINT and SIGTERM into a stop request. The signals are blocked in
 // every thread (set before nats.c starts its threads) and taken by one
@@ -219,6 +241,7 @@ int RunMirror(const MirrorFlags& f) {
                  "meanwhile may persist in the fold\n";
   }
   SignalStopper stopper;
+  if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
   std::unique_ptr<ArtifactSource> artifact_source;
   if (!f.artifacts.empty()) {
     artifact_source = std::make_unique<LazyArtifactSource>(

@@ -1,10 +1,33 @@
 #include "kvfold/lease.h"
 
+#include "core/json_fields.h"
 #include "kvfold/scope.h"
 #include "nats/kv_subjects.h"
+#include "nats/lease_record.h"
 #include "nats/nats_connection.h"
 
 namespace kvfold {
+
+namespace nats {
+
+std::string EncodeLeaseRecord(const LeaseRecord& lease) {
+  return nlohmann::json{{"holder", lease.holder}, {"expires_unix_ms", lease.expires_unix_ms}}
+      .dump();
+}
+
+StatusOr<LeaseRecord> DecodeLeaseRecord(std::string_view data, const std::string& what) {
+  const auto j = nlohmann::json::parse(data, nullptr, false);
+  LeaseRecord lease;
+  if (j.is_discarded() || !core::ReadJsonField(j, "holder", &lease.holder, true) ||
+      !core::ReadJsonField(j, "expires_unix_ms", &lease.expires_unix_ms, true)) {
+    return Status::Corruption(what + " holds a value that is not a lease (want {\"holder\":"
+                              "string,\"expires_unix_ms\":integer}); delete the key to free it");
+  }
+  return lease;
+}
+
+}  // namespace nats
+
 namespace {
 
 using nlohmann::json;
@@ -43,15 +66,19 @@ class NatsExportLease final : public ExportLease {
     uint64_t last_seq = 0;
     if (*current) {
       last_seq = (*current)->seq;
-      json lease = json::parse((*current)->data, nullptr, false);
-      if (lease.is_object() && lease.value("holder", std::string()) != holder &&
-          lease.value("expires_unix_ms", int64_t{0}) > NowMs()) {
-        return false;  // someone else holds it this round
+      // An empty value is a deleted key (a KV delete marker): free.
+      if (!(*current)->data.empty()) {
+        auto lease = nats::DecodeLeaseRecord((*current)->data,
+                                             "lease key " + key + " in bucket " + bucket_);
+        if (!lease.ok()) return lease.status();
+        if (lease->holder != holder && lease->expires_unix_ms > NowMs()) {
+          return false;  // someone else holds it this round
+        }
       }
     }
-    json lease = {{"holder", holder}, {"expires_unix_ms", NowMs() + ttl.count()}};
     auto published = conn_->Publish(
-        subject, lease.dump(), {{"Nats-Expected-Last-Subject-Sequence", std::to_string(last_seq)}});
+        subject, nats::EncodeLeaseRecord({holder, NowMs() + ttl.count()}),
+        {{"Nats-Expected-Last-Subject-Sequence", std::to_string(last_seq)}});
     if (published.ok()) return true;
     if (published.status().IsFailedPrecondition()) return false;  // another node won the swap
     return published.status();

@@ -35,16 +35,18 @@ std::vector<std::string> ScopeFilters(std::string_view bucket,
   }
   std::sort(filters.begin(), filters.end());
   filters.erase(std::unique(filters.begin(), filters.end()), filters.end());
-  // Drop filters another one covers: "X.>" covers every filter starting "X.".
-  std::vector<std::string> disjoint;
-  for (auto& f : filters) {
-    if (!disjoint.empty()) {
-      const std::string& last = disjoint.back();
-      if (f.starts_with(std::string_view(last).substr(0, last.size() - 1))) {
-        continue;
-      }
+  // Drop filters another one covers: "X.>" covers every filter starting
+  // "X.". Checked against every other filter, not only the previous one in
+  // sorted order: "a.1.>" sorts before "a.>" ('1' < '>').
+  auto covered = [&filters](const std::string& f) {
+    for (const auto& g : filters) {
+      if (g != f && f.starts_with(std::string_view(g).substr(0, g.size() - 1))) return true;
     }
-    disjoint.push_back(std::move(f));
+    return false;
+  };
+  std::vector<std::string> disjoint;
+  for (const auto& f : filters) {
+    if (!covered(f)) disjoint.push_back(f);
   }
   return disjoint;
 }

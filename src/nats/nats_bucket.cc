@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/json_fields.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"
@@ -32,23 +33,26 @@ class NatsBucket final : public BucketSource {
       return reply.status();
     }
     const json& j = *reply;
-    if (!j.contains("config") || !j.contains("state") || !j.contains("created")) {
-      return Status::Corruption("stream info for " + stream_ +
-                                " lacks config, state or created");
-    }
-    const json& cfg = j["config"];
-    const json& st = j["state"];
+    const auto cfg = j.find("config");
+    const auto st = j.find("state");
     StreamState out;
-    out.created = j["created"].get<std::string>();
-    out.first_seq = st.value("first_seq", uint64_t{0});
-    out.last_seq = st.value("last_seq", uint64_t{0});
-    out.messages = st.value("messages", uint64_t{0});
-    out.max_msgs = cfg.value("max_msgs", int64_t{-1});
-    out.max_bytes = cfg.value("max_bytes", int64_t{-1});
-    out.max_age_ns = cfg.value("max_age", int64_t{0});
-    out.history = cfg.value("max_msgs_per_subject", int64_t{1});
-    out.discard_new = cfg.value("discard", std::string("old")) == "new";
-    out.allow_msg_ttl = cfg.value("allow_msg_ttl", false);
+    std::string discard = "old";
+    if (cfg == j.end() || st == j.end() ||
+        !core::ReadJsonField(j, "created", &out.created, /*required=*/true) ||
+        !core::ReadJsonField(*st, "first_seq", &out.first_seq) ||
+        !core::ReadJsonField(*st, "last_seq", &out.last_seq) ||
+        !core::ReadJsonField(*st, "messages", &out.messages) ||
+        !core::ReadJsonField(*cfg, "max_msgs", &out.max_msgs) ||
+        !core::ReadJsonField(*cfg, "max_bytes", &out.max_bytes) ||
+        !core::ReadJsonField(*cfg, "max_age", &out.max_age_ns) ||
+        !core::ReadJsonField(*cfg, "max_msgs_per_subject", &out.history) ||
+        !core::ReadJsonField(*cfg, "discard", &discard) ||
+        !core::ReadJsonField(*cfg, "allow_msg_ttl", &out.allow_msg_ttl)) {
+      return Status::Corruption(
+          "stream info for " + stream_ +
+          " lacks config, state or created, or has a field of the wrong type");
+    }
+    out.discard_new = discard == "new";
     return out;
   }
 

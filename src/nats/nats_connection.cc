@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "core/base64.h"
+#include "core/json_fields.h"
 
 namespace kvfold::nats {
 namespace {
@@ -167,11 +168,14 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
   }
   if (j.contains("error")) {
     const auto& e = j["error"];
-    const int code = e.value("code", 0);
-    const std::string desc = e.value("description", std::string("unknown error"));
+    int64_t code = 0, err_code = 0;
+    std::string desc = "unknown error";
+    (void)core::ReadJsonField(e, "code", &code);
+    (void)core::ReadJsonField(e, "err_code", &err_code);
+    (void)core::ReadJsonField(e, "description", &desc);
     const std::string msg = subject + ": " + desc + " (code " +
                             std::to_string(code) + ", err_code " +
-                            std::to_string(e.value("err_code", 0)) + ")";
+                            std::to_string(err_code) + ")";
     if (code == 404) return Status::NotFound(msg);
     if (code == 503) return Status::Unavailable(msg);
     return Status::FailedPrecondition(msg);
@@ -193,18 +197,36 @@ Status NatsConnection::EnsureStream(const nlohmann::json& config) {
 
 StatusOr<std::optional<NatsConnection::StoredMessage>> NatsConnection::LastMessage(
     const std::string& stream, const std::string& subject) {
-  auto reply = ApiRequest("STREAM.MSG.GET." + stream, nlohmann::json{{"last_by_subj", subject}});
+  return GetMessage(stream, subject, nlohmann::json{{"last_by_subj", subject}});
+}
+
+StatusOr<std::optional<NatsConnection::StoredMessage>> NatsConnection::NextMessage(
+    const std::string& stream, const std::string& subject, uint64_t from_seq) {
+  return GetMessage(stream, subject, nlohmann::json{{"seq", from_seq}, {"next_by_subj", subject}});
+}
+
+StatusOr<std::optional<NatsConnection::StoredMessage>> NatsConnection::GetMessage(
+    const std::string& stream, const std::string& subject, const nlohmann::json& query) {
+  auto reply = ApiRequest("STREAM.MSG.GET." + stream, query);
   if (!reply.ok()) {
     if (reply.status().IsNotFound()) return std::optional<StoredMessage>();
     return reply.status();
   }
-  const nlohmann::json& msg = (*reply)["message"];
-  auto data = core::Base64Decode(msg.value("data", std::string()));
-  if (!msg.is_object() || !data) {
-    return Status::Corruption("the last message on " + subject + " in " + stream +
+  std::string data64;
+  StoredMessage out;
+  const auto it = reply->find("message");
+  if (it == reply->end() || !core::ReadJsonField(*it, "data", &data64) ||
+      !core::ReadJsonField(*it, "seq", &out.seq, /*required=*/true)) {
+    return Status::Corruption("a message on " + subject + " in " + stream +
                               " came back unreadable");
   }
-  return std::optional<StoredMessage>(StoredMessage{msg.value("seq", uint64_t{0}), std::move(*data)});
+  auto data = core::Base64Decode(data64);
+  if (!data) {
+    return Status::Corruption("a message on " + subject + " in " + stream +
+                              " came back unreadable");
+  }
+  out.data = std::move(*data);
+  return std::optional<StoredMessage>(std::move(out));
 }
 
 StatusOr<uint64_t> NatsConnection::Publish(
@@ -232,11 +254,19 @@ StatusOr<uint64_t> NatsConnection::Publish(
   }
   if (j.contains("error")) {
     const auto& e = j["error"];
-    return Status::FailedPrecondition(
-        "publish to " + subject + " refused: " + e.value("description", std::string("?")) +
-        " (err_code " + std::to_string(e.value("err_code", 0)) + ")");
+    int64_t err_code = 0;
+    std::string desc = "?";
+    (void)core::ReadJsonField(e, "err_code", &err_code);
+    (void)core::ReadJsonField(e, "description", &desc);
+    return Status::FailedPrecondition("publish to " + subject + " refused: " + desc +
+                                      " (err_code " + std::to_string(err_code) + ")");
   }
-  return j.value("seq", uint64_t{0});
+  uint64_t seq = 0;
+  if (!core::ReadJsonField(j, "seq", &seq, /*required=*/true)) {
+    return Status::Corruption("JetStream answered a publish to " + subject +
+                              " without a stream sequence");
+  }
+  return seq;
 }
 
 }  // namespace kvfold::nats

@@ -66,6 +66,12 @@ class NatsConnection {
   };
   StatusOr<std::optional<StoredMessage>> LastMessage(const std::string& stream,
                                                      const std::string& subject);
+  // The first message on `subject` in `stream` at or after sequence
+  // `from_seq`, or nullopt when there is none. Answered at once either way
+  // (a consumer would wait out its timeout for a message that is gone).
+  StatusOr<std::optional<StoredMessage>> NextMessage(const std::string& stream,
+                                                     const std::string& subject,
+                                                     uint64_t from_seq);
 
   // Publishes to a stream subject and waits for the JetStream ack; returns
   // the stored sequence. A refusal (e.g. a failed expected-sequence check)
@@ -75,6 +81,11 @@ class NatsConnection {
 
  private:
   NatsConnection() = default;
+
+  // One STREAM.MSG.GET request (`query` selects the message).
+  StatusOr<std::optional<StoredMessage>> GetMessage(const std::string& stream,
+                                                    const std::string& subject,
+                                                    const nlohmann::json& query);
 
   // What nats.c's callbacks update. nats.c may still run a callback after
   // natsConnection_Destroy returns (its own thread holds the connection), so

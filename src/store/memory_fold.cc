@@ -75,6 +75,10 @@ class MemoryFold final : public Fold {
           std::to_string(*meta_.cursor) + " to " +
           std::to_string(*commit.cursor));
     }
+    if (commit.clear_entries) {
+      entries_.clear();
+      meta_.live_keys = meta_.entries = 0;
+    }
     for (const auto& [key, entry] : commit.entries) {
       auto it = entries_.find(key);
       store::CountReplacement(it == entries_.end() ? nullptr : &it->second,

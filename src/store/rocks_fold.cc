@@ -130,9 +130,15 @@ class RocksFold final : public Fold {
           std::to_string(*meta.cursor) + " to " + std::to_string(*commit.cursor));
     }
     rocksdb::WriteBatch batch;
+    if (commit.clear_entries) {
+      const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
+      auto s = batch.DeleteRange(begin, end);
+      if (!s.ok()) return FromRocks(s, "clearing fold " + path_);
+      meta.live_keys = meta.entries = 0;
+    }
     for (const auto& [key, entry] : commit.entries) {
       Entry before;
-      Status got = Get(key, &before);
+      Status got = commit.clear_entries ? Status::NotFound(key) : Get(key, &before);
       if (!got.ok() && !got.IsNotFound()) return got;
       store::CountReplacement(got.ok() ? &before : nullptr, entry, &meta);
       batch.Put(store::EntryStoreKey(key), store::EncodeEntry(entry));
@@ -153,7 +159,7 @@ class RocksFold final : public Fold {
     }
     if (commit.eviction_observed && *commit.eviction_observed) put_meta(kEvictionName, "1");
     if (commit.last_repair) put_meta(kLastRepairName, *commit.last_repair);
-    if (!commit.entries.empty()) {
+    if (commit.clear_entries || !commit.entries.empty()) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));
     }

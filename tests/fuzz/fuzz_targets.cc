@@ -4,9 +4,11 @@
 
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
+#include "artifact/object_meta.h"
 #include "artifact/pointer_codec.h"
 #include "core/base64.h"
 #include "nats/kv_subjects.h"
+#include "nats/lease_record.h"
 #include "store/record_codec.h"
 
 namespace kvfold::fuzz {
@@ -33,6 +35,10 @@ void ChunkRecords(std::string_view bytes) {
 }
 
 void Pointer(std::string_view bytes) { (void)artifact::DecodePointer(bytes, "fuzz"); }
+
+void ObjectMeta(std::string_view bytes) { (void)artifact::ParseObjectMeta(bytes, "fuzz"); }
+
+void LeaseRecord(std::string_view bytes) { (void)nats::DecodeLeaseRecord(bytes, "fuzz"); }
 
 void FoldRecord(std::string_view bytes) {
   Entry e;

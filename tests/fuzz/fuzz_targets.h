@@ -15,6 +15,8 @@ void ManifestFrame(std::string_view bytes);  // artifact manifest object
 void ChunkObject(std::string_view bytes);    // zstd frame + records
 void ChunkRecords(std::string_view bytes);   // raw record stream
 void Pointer(std::string_view bytes);        // LATEST pointer JSON
+void ObjectMeta(std::string_view bytes);     // object store meta JSON
+void LeaseRecord(std::string_view bytes);    // export lease JSON
 void FoldRecord(std::string_view bytes);     // fold entry / meta values
 void AckReply(std::string_view bytes);       // JetStream ack reply subject
 void Base64(std::string_view bytes);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "artifact/object_store_transport.h"
 #include "artifact/signer.h"
 #include "core/base64.h"
 #include "kvfold/kvfold.h"
@@ -115,7 +116,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
     ASSERT_EQ(all->size(), 2u);
     EXPECT_EQ(all->back().artifact_id, newer->artifact_id);
     std::vector<std::string> removed;
-    ASSERT_TRUE(PruneArtifacts(**to, 1, &removed).ok());
+    ASSERT_TRUE(PruneArtifacts(**to, PruneOptions{.keep = 1, .min_age = {}}, &removed).ok());
     EXPECT_EQ(removed, std::vector<std::string>{m->artifact_id});
     EXPECT_EQ(ListArtifacts(**to, nullptr)->size(), 1u);
     EXPECT_EQ((*(*to)->ReadPointer())->artifact_id, newer->artifact_id);
@@ -183,6 +184,145 @@ TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
   meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
   EXPECT_EQ(meta["deleted"], true);
   EXPECT_TRUE((*to)->Get("some-artifact/chunk-000000").status().IsNotFound());
+}
+
+// A publish whose ack is lost after the write landed: the transport must
+// find out by reading back, never purge the data the new meta names (that
+// left LATEST unreadable and every later export failing).
+TEST_F(ArtifactLiveTest, LostPublishAckNeverBricksThePointerOrAnObject) {
+  std::atomic<int> lose{0};
+  std::string lose_subject;
+  artifact::ObjectStoreFaults faults;
+  faults.lose_ack = [&](const std::string& subject) {
+    if (subject != lose_subject || lose.load() == 0) return false;
+    --lose;
+    return true;
+  };
+  auto to = artifact::OpenObjectStoreTransport(connect_, "lossy", true, faults);
+  ASSERT_TRUE(to.ok()) << to.status().ToString();
+  ASSERT_TRUE((*to)->AdvancePointer({"a", 1, "app", "t"}).ok());
+
+  lose_subject = "$O.lossy.M." + core::Base64UrlEncode("LATEST");
+  lose = 1;
+  Status swapped = (*to)->AdvancePointer({"b", 2, "app", "t"});
+  EXPECT_EQ(lose.load(), 0);
+  EXPECT_TRUE(swapped.ok()) << swapped.ToString();
+  auto pointer = (*to)->ReadPointer();
+  ASSERT_TRUE(pointer.ok()) << pointer.status().ToString();
+  ASSERT_TRUE(pointer->has_value());
+  EXPECT_EQ((*pointer)->artifact_id, "b");
+  EXPECT_TRUE((*to)->AdvancePointer({"c", 3, "app", "t"}).ok());
+
+  const std::string payload(200 * 1024, 'p');  // two object chunks
+  ASSERT_TRUE((*to)->Put("x/obj", "old").ok());
+  lose_subject = "$O.lossy.M." + core::Base64UrlEncode("x/obj");
+  lose = 1;
+  Status put = (*to)->Put("x/obj", payload);
+  EXPECT_TRUE(put.ok()) << put.ToString();
+  auto got = (*to)->Get("x/obj");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, payload);
+}
+
+// A pointer whose data is gone (as the old purge-on-any-error left it) is
+// reported with the way to reset it, not retried as if it kept changing.
+TEST_F(ArtifactLiveTest, APointerNamingPurgedDataSaysHowToResetIt) {
+  auto to = OpenTransport("obj:bricked", connect_, TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(to.ok());
+  ASSERT_TRUE((*to)->AdvancePointer({"a", 1, "app", "t"}).ok());
+  const std::string meta_subject = "$O.bricked.M." + core::Base64UrlEncode("LATEST");
+  json got = Api("$JS.API.STREAM.MSG.GET.OBJ_bricked", {{"last_by_subj", meta_subject}});
+  json meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
+  Api("$JS.API.STREAM.PURGE.OBJ_bricked",
+      {{"filter", "$O.bricked.C." + meta["nuid"].get<std::string>()}});
+  Status s = (*to)->AdvancePointer({"b", 2, "app", "t"});
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(s.message().find("purge subject " + meta_subject), std::string::npos) << s.ToString();
+  Api("$JS.API.STREAM.PURGE.OBJ_bricked", {{"filter", meta_subject}});
+  EXPECT_TRUE((*to)->AdvancePointer({"b", 2, "app", "t"}).ok());
+}
+
+// The server dies between storing the new pointer meta and answering: the
+// outcome is unknown, the transport says so and purges nothing; after a
+// restart the pointer is whole and moves on.
+TEST_F(ArtifactLiveTest, ServerKilledMidSwapLeavesAWholePointer) {
+  bool kill = false;
+  artifact::ObjectStoreFaults faults;
+  faults.lose_ack = [&](const std::string& subject) {
+    if (!kill || subject.find(".M.") == std::string::npos) return false;
+    kill = false;
+    server_.Kill();
+    return true;
+  };
+  {
+    auto to = artifact::OpenObjectStoreTransport(connect_, "killed", true, faults);
+    ASSERT_TRUE(to.ok()) << to.status().ToString();
+    ASSERT_TRUE((*to)->AdvancePointer({"a", 1, "app", "t"}).ok());
+    kill = true;
+    Status swapped = (*to)->AdvancePointer({"b", 2, "app", "t"});
+    EXPECT_FALSE(swapped.ok());
+    EXPECT_NE(swapped.message().find("the outcome is unknown"), std::string::npos)
+        << swapped.ToString();
+  }
+  server_.Start();
+  auto to = OpenTransport("obj:killed", connect_);
+  ASSERT_TRUE(to.ok()) << to.status().ToString();
+  auto pointer = (*to)->ReadPointer();
+  ASSERT_TRUE(pointer.ok()) << pointer.status().ToString();
+  ASSERT_TRUE(pointer->has_value());
+  EXPECT_EQ((*pointer)->artifact_id, "b");  // it landed before the kill
+  EXPECT_TRUE((*to)->AdvancePointer({"c", 3, "app", "t"}).ok());
+  EXPECT_EQ((*(*to)->ReadPointer())->artifact_id, "c");
+}
+
+// Meta and lease values of the right syntax but the wrong types are
+// Corruption, never an exception through the API (or a dead export thread).
+TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
+  auto to = OpenTransport("obj:typed", connect_, TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(to.ok());
+  auto publish = [&](const std::string& subject, const std::string& data) {
+    natsMsg* reply = nullptr;
+    ASSERT_EQ(natsConnection_Request(&reply, raw_, subject.c_str(), data.data(),
+                                     static_cast<int>(data.size()), 5000),
+              NATS_OK);
+    natsMsg_Destroy(reply);
+  };
+  publish("$O.typed.M." + core::Base64UrlEncode("bad/deleted"), R"({"nuid":"N","deleted":"yes"})");
+  publish("$O.typed.M." + core::Base64UrlEncode("bad/size"), R"({"nuid":"N","size":"10"})");
+  for (const char* name : {"bad/deleted", "bad/size"}) {
+    EXPECT_TRUE((*to)->Get(name).status().IsCorruption()) << name;
+    EXPECT_TRUE((*to)->Remove(name).IsCorruption()) << name;
+  }
+  EXPECT_TRUE((*to)->List().status().IsCorruption());
+  publish("$O.typed.M." + core::Base64UrlEncode("LATEST"), R"({"nuid":"N","chunks":"1"})");
+  EXPECT_TRUE((*to)->ReadPointer().status().IsCorruption());
+
+  auto lease = ExportLease::Open(connect_, "leases");
+  ASSERT_TRUE(lease.ok());
+  publish("$KV.leases.export.app", R"({"holder":1,"expires_unix_ms":5})");
+  auto won = (*lease)->TryAcquire("export.app", "node-a", milliseconds(1000));
+  EXPECT_TRUE(won.status().IsCorruption()) << won.status().ToString();
+  publish("$KV.leases.export.app", "");  // deleting the key frees it
+  won = (*lease)->TryAcquire("export.app", "node-a", milliseconds(1000));
+  ASSERT_TRUE(won.ok()) << won.status().ToString();
+  EXPECT_TRUE(*won);
+}
+
+// A multi-chunk object whose chunks were purged (a concurrent prune) fails
+// at once, not after the connection timeout.
+TEST_F(ArtifactLiveTest, MultiChunkReadOfPurgedChunksFailsFast) {
+  auto to = OpenTransport("obj:purged", connect_, TransportOptions{.create_if_missing = true});
+  ASSERT_TRUE(to.ok());
+  ASSERT_TRUE((*to)->Put("x/obj", std::string(300 * 1024, 'q')).ok());
+  json got = Api("$JS.API.STREAM.MSG.GET.OBJ_purged",
+                 {{"last_by_subj", "$O.purged.M." + core::Base64UrlEncode("x/obj")}});
+  json meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
+  Api("$JS.API.STREAM.PURGE.OBJ_purged",
+      {{"filter", "$O.purged.C." + meta["nuid"].get<std::string>()}});
+  const auto start = std::chrono::steady_clock::now();
+  auto read = (*to)->Get("x/obj");
+  EXPECT_TRUE(read.status().IsNotFound()) << read.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
 }
 
 TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
@@ -291,6 +431,54 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   std::filesystem::create_directory(dir_.path() + "/empty");
   EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/empty", "--from", arts}), 1);
   EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/empty"));
+}
+
+// Prune keeps what a seed may still be reading (--min-age); when an
+// artifact is pruned from under an unfinished seed anyway, seed says so and
+// --discard-unfinished seeds from the latest instead.
+TEST_F(ArtifactLiveTest, CliPruneMinAgeAndDiscardingAnUnfinishedSeed) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 50; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  const std::string fold = dir_.path() + "/fold", seeded = dir_.path() + "/seeded";
+  auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
+  auto mirror_and_export = [&] {
+    ASSERT_EQ(run({"mirror", "--server", server_.url(), "--bucket", "app", "--fold", fold,
+                   "--until-caught-up"}).code, 0);
+    ASSERT_EQ(run({"export", "--fold", fold, "--to", arts}).code, 0);
+  };
+  mirror_and_export();
+  auto to = OpenTransport(arts, connect_);
+  ASSERT_TRUE(to.ok());
+  const std::string first = *LatestArtifactId(**to);
+  {
+    // A seed killed after its first chunk, as the fold records it.
+    auto partial = OpenRocksFold(seeded);
+    ASSERT_TRUE(partial.ok());
+    FoldCommit c;
+    c.entries["stale"] = Entry{1, false, "from the old artifact"};
+    c.seeding = first;
+    ASSERT_TRUE((*partial)->Commit(c).ok());
+  }
+  kv_.Delete("app", "k0");
+  kv_.Put("app", "k50", "v");
+  mirror_and_export();
+
+  CliExit young = run({"artifacts", "prune", arts, "--keep", "1"});
+  EXPECT_EQ(young.code, 0) << young.err;
+  EXPECT_EQ(young.out, "");
+  EXPECT_EQ(ListArtifacts(**to, nullptr)->size(), 2u);
+  CliExit pruned = run({"artifacts", "prune", arts, "--keep", "1", "--min-age", "0s"});
+  EXPECT_EQ(pruned.code, 0) << pruned.err;
+  EXPECT_EQ(pruned.out, "removed " + first + "\n");
+
+  CliExit gone = run({"seed", "--fold", seeded, "--from", arts});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_NE(gone.err.find("which is gone from"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find("--discard-unfinished"), std::string::npos) << gone.err;
+  CliExit discarded = run({"seed", "--fold", seeded, "--from", arts, "--discard-unfinished"});
+  EXPECT_EQ(discarded.code, 0) << discarded.err;
+  EXPECT_EQ(run({"dump", "--fold", seeded}).out, run({"dump", "--fold", fold}).out);
 }
 
 }  // namespace

@@ -186,6 +186,31 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
   EXPECT_FALSE(std::filesystem::exists(Fold()));
 }
 
+// A scheduled export that cannot work is refused before mirroring starts,
+// not logged every round while the mirror runs for hours without exporting.
+TEST_F(CliLiveTest, ScheduledExportSetupIsCheckedBeforeMirroring) {
+  kv_.CreateBucket("app");
+  kv_.Put("app", "k", "v");
+  const std::string not_a_key = dir_.path() + "/not-a-key.pem";
+  std::ofstream(not_a_key) << "hello\n";
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  for (const auto& [extra, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--export-every", "99999999999999999999h"}, "out of range"},
+           {{"--export-every", "9999999999999h"}, "out of range"},
+           {{"--export-every", "1m", "--lease-bucket", "bad.name"}, "--lease-bucket"},
+           {{"--export-every", "1m", "--sign-key", not_a_key}, "--sign-key"},
+       }) {
+    std::vector<std::string> args = {"--export-to", arts};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Exit e = Mirror("app", Fold(), args);
+    EXPECT_EQ(e.code, 2) << extra.back() << "\n" << e.err;
+    EXPECT_NE(e.err.find(needle), std::string::npos) << e.err;
+    EXPECT_FALSE(std::filesystem::exists(Fold())) << "nothing mirrored";
+  }
+  Exit ok = Mirror("app", Fold(), {"--export-to", arts, "--export-every", "1h"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
 TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
   const std::string dead = "nats://127.0.0.1:" + std::to_string(FreePort());
   Exit e = Run({"mirror", "--server", dead, "--bucket", "b", "--fold", Fold()});

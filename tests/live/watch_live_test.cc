@@ -11,6 +11,7 @@
 #include "fold_view.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
+#include "nats/ordered_delivery.h"
 
 namespace kvfold::live {
 namespace {
@@ -266,6 +267,36 @@ TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
   ASSERT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
   EXPECT_NE(r.status.message().find("recreated"), std::string::npos);
   EXPECT_EQ(Picture(*fold), before);
+}
+
+// The stall check counts from the last message received, not read: a hook
+// or commit that holds the reader past three heartbeat intervals while
+// messages and heartbeats queue up must not reset the delivery.
+TEST_F(WatchLiveTest, SlowReaderIsNotMistakenForASilentServer) {
+  kv_.CreateBucket("hb");
+  for (int i = 0; i < 5; ++i) kv_.Put("hb", "k" + std::to_string(i), "v");
+  ConnectOptions o;
+  o.url = server_.url();
+  auto conn = nats::NatsConnection::Connect(o);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  nats::OrderedDeliveryConfig config;
+  config.bucket = "hb";
+  config.start.from_seq = 1;
+  config.filters = {"$KV.hb.>"};
+  config.heartbeat = milliseconds(200);
+  bool multi = true;
+  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto first = (*d)->Next(milliseconds(2000));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->kind, DeliveryEvent::Kind::kMessage);
+  std::this_thread::sleep_for(milliseconds(1500));  // a slow hook: 7 heartbeat intervals
+  for (uint64_t seq = 2; seq <= 5; ++seq) {
+    auto next = (*d)->Next(milliseconds(2000));
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    ASSERT_EQ(next->kind, DeliveryEvent::Kind::kMessage) << next->reason;
+    EXPECT_EQ(next->message.seq, seq);
+  }
 }
 
 TEST_F(WatchLiveTest, UnreachableServerAndMissingBucketAreClearErrors) {
