@@ -144,9 +144,19 @@ TEST(FloorTest, HoldsWhileNextIsRetainedAndProofNeedsTheStore) {
 
 TEST(FloorTest, ProbeComesSoonerWhenTheHeadApproaches) {
   using std::chrono::milliseconds;
-  EXPECT_EQ(NextFloorProbe(3000, 0, milliseconds(1000)), milliseconds(1000));
-  EXPECT_EQ(NextFloorProbe(3000, 10000, milliseconds(1000)), milliseconds(150));
-  EXPECT_EQ(NextFloorProbe(10, 10000, milliseconds(1000)), milliseconds(10));
+  StreamState s;
+  s.first_seq = 1001;
+  s.last_seq = 4000;
+  s.messages = 3000;
+  s.max_msgs = 3000;
+  EXPECT_EQ(NextFloorProbe(s, 4000, -1, milliseconds(1000)), milliseconds(50));  // not measured
+  EXPECT_EQ(NextFloorProbe(s, 4000, 0, milliseconds(1000)), milliseconds(1000));   // no writes
+  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(150));
+  EXPECT_EQ(NextFloorProbe(s, 1010, 10000, milliseconds(1000)), milliseconds(10));
+  s.messages = 1000;  // room for 2000 more before the head moves at all
+  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(250));
+  s.max_age_ns = int64_t{200} * 1000 * 1000;
+  EXPECT_EQ(NextFloorProbe(s, 4000, 0, milliseconds(1000)), milliseconds(50));
 }
 
 TEST(KvOperationTest, LimitMarkersAreDeletes) {

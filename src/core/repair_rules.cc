@@ -148,14 +148,24 @@ bool NothingInScopeToCome(uint64_t last_seq, std::optional<uint64_t> first_in_sc
   return !first_in_scope_after || *first_in_scope_after > last_seq;
 }
 
-std::chrono::milliseconds NextFloorProbe(uint64_t headroom, double rate,
-                                         std::chrono::milliseconds longest) {
+std::chrono::milliseconds NextFloorProbe(const StreamState& stream, uint64_t frontier,
+                                         double write_rate, std::chrono::milliseconds longest) {
   using std::chrono::milliseconds;
   const milliseconds shortest(10);
-  if (rate <= 0) return longest;
-  const double ms = 1000.0 * static_cast<double>(headroom) / rate / 2;
-  if (ms >= static_cast<double>(longest.count())) return longest;
-  return std::max(shortest, milliseconds(static_cast<int64_t>(ms)));
+  milliseconds next = longest;
+  if (stream.max_age_ns > 0) {
+    next = std::min(next, milliseconds(std::max<int64_t>(stream.max_age_ns / 4000000, 1)));
+  }
+  if (write_rate < 0) return std::clamp(milliseconds(50), shortest, next);
+  uint64_t headroom = frontier + 1 > stream.first_seq ? frontier + 1 - stream.first_seq : 0;
+  if (stream.max_msgs > 0 && static_cast<uint64_t>(stream.max_msgs) > stream.messages) {
+    headroom += static_cast<uint64_t>(stream.max_msgs) - stream.messages;
+  }
+  if (write_rate > 0) {
+    const double ms = 1000.0 * static_cast<double>(headroom) / write_rate / 2;
+    if (ms < static_cast<double>(next.count())) next = milliseconds(static_cast<int64_t>(ms));
+  }
+  return std::clamp(next, shortest, std::max(shortest, longest));
 }
 
 }  // namespace kvfold::core

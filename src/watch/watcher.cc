@@ -102,11 +102,12 @@ class WatchLoop {
   Clock::TimePoint retry_at_;
   Clock::TimePoint last_floor_check_;
   Clock::TimePoint next_reconcile_;
-  // The head's speed, from consecutive first_seq readings: paces the idle
-  // probe so a quiet prefix is proven before retention reaches it.
-  std::optional<std::pair<Clock::TimePoint, uint64_t>> head_sample_;
-  double head_rate_ = 0;
-  uint64_t last_first_seq_ = 0;
+  // The write rate, from consecutive last_seq readings (an upper bound on
+  // how fast a count limit moves the head), and the last stream state: pace
+  // the idle probe so a quiet prefix is proven before retention reaches it.
+  std::optional<std::pair<Clock::TimePoint, uint64_t>> write_sample_;
+  double write_rate_ = -1;  // < 0: not measured yet
+  StreamState last_state_;
   int failures_ = 0;
   bool probe_soon_ = false;
 };
@@ -190,7 +191,7 @@ Status WatchLoop::Run() {
 }
 
 void WatchLoop::NoteRetention(const StreamState& state) {
-  last_first_seq_ = state.first_seq;
+  last_state_ = state;
   if (eviction_observed_) return;
   if (ClassifyRetention(state, false).has_evicted) {
     eviction_observed_ = true;
@@ -327,6 +328,9 @@ Status WatchLoop::Session(SessionEnd* end) {
       timeout = std::clamp(due, milliseconds(1), timeout);
     }
     if (probe_soon_) timeout = std::min(timeout, milliseconds(10));
+    const auto probe_in =
+        std::chrono::duration_cast<milliseconds>(last_activity + probe_every - now);
+    timeout = std::min(timeout, std::max(probe_in, milliseconds(1)));
     auto ev = delivery->Next(timeout);
     if (!ev.ok()) return ev.status();
     const bool floor_due = received_ && verified_ < *received_ &&
@@ -359,9 +363,7 @@ Status WatchLoop::Session(SessionEnd* end) {
             return Status::OK();
           }
           KVFOLD_RETURN_IF_ERROR(p);
-          const uint64_t headroom =
-              verified_ + 1 > last_first_seq_ ? verified_ + 1 - last_first_seq_ : 0;
-          probe_every = core::NextFloorProbe(headroom, head_rate_, opt_.idle_probe);
+          probe_every = core::NextFloorProbe(last_state_, verified_, write_rate_, opt_.idle_probe);
         }
         break;
       case DeliveryEvent::Kind::kReset:
@@ -426,14 +428,16 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
   if (!state.ok()) return state.status();
   last_floor_check_ = clock_.Now();
   NoteRetention(*state);
-  if (head_sample_) {
+  if (write_sample_) {
     const double secs =
-        std::chrono::duration<double>(last_floor_check_ - head_sample_->first).count();
-    if (secs > 0 && state->first_seq >= head_sample_->second) {
-      head_rate_ = static_cast<double>(state->first_seq - head_sample_->second) / secs;
+        std::chrono::duration<double>(last_floor_check_ - write_sample_->first).count();
+    if (secs > 0.001 && state->last_seq >= write_sample_->second) {
+      const double rate = static_cast<double>(state->last_seq - write_sample_->second) / secs;
+      // Quick to rise, slow to fall: a burst must not find the probe asleep.
+      write_rate_ = std::max(rate, write_rate_ / 2);
     }
   }
-  head_sample_ = std::make_pair(last_floor_check_, state->first_seq);
+  write_sample_ = std::make_pair(last_floor_check_, state->last_seq);
   std::string why;
   auto fault = core::CheckWindow(source_.bucket(), *state, verified_, stream_created_, &why);
   if (KVFOLD_MUTANT("floor-skip-midwatch")) fault = core::WindowFault::kNone;
@@ -616,7 +620,8 @@ Status WatchLoop::TryCommit(bool force) {
   if (s.ok()) {
     if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
     failures_ = 0;
-    committed_ = pending_.cursor();
+    // A commit of metadata alone (the memo, say) leaves the cursor as it was.
+    if (pending_.cursor()) committed_ = pending_.cursor();
     pending_.Clear();
     if (opt_.on_applied && committed_) opt_.on_applied(*committed_);
     return Status::OK();

@@ -96,8 +96,8 @@ class RepairLiveTest : public ::testing::Test {
   Status CatchUp(const std::string& bucket, Node& n) { return CatchUp(bucket, n, Options(n)); }
 
   // An artifact location in a directory; export from a node's fold.
-  void OpenArtifacts() {
-    auto t = OpenTransport("dir:" + dir_.path() + "/arts", Connect(),
+  void OpenArtifacts(const std::string& name = "arts") {
+    auto t = OpenTransport("dir:" + dir_.path() + "/" + name, Connect(),
                            TransportOptions{.create_if_missing = true});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     arts_ = std::move(t).value();
@@ -169,12 +169,12 @@ TEST_F(RepairLiveTest, EvictingBucketsRestoreToTheExporterAndTheTruth) {
   };
   const std::vector<Kind> kinds = {
       {"msgs", {{"max_msgs", 200}, {"discard", "old"}}},
-      {"bytes", {{"max_bytes", 40000}, {"discard", "old"}}},
+      {"bytes", {{"max_bytes", 12000}, {"discard", "old"}}},
       {"age", {{"max_age", int64_t{1000} * 1000 * 1000}, {"discard", "old"}}},
   };
-  OpenArtifacts();
   for (const auto& kind : kinds) {
     SCOPED_TRACE(kind.bucket);
+    OpenArtifacts(kind.bucket);  // one location per bucket: a pointer names one stream
     kv_.CreateBucket(kind.bucket, kind.limits);
     auto a = NewNode(kind.bucket + "-a");
     auto b = NewNode(kind.bucket + "-b");
@@ -262,10 +262,10 @@ TEST_F(RepairLiveTest, StaleArtifactIsWaitedOutUntilAFreshOneAppears) {
 // overrun trips the floor guard mid-stream, restores in process, and ends
 // identical to the exporter. Repeated.
 TEST_F(RepairLiveTest, StalledMirrorTripsTheFloorGuardAndRestoresInProcess) {
-  OpenArtifacts();
   for (int run = 0; run < 3; ++run) {
     SCOPED_TRACE(run);
     const std::string bucket = "over" + std::to_string(run);
+    OpenArtifacts(bucket);
     kv_.CreateBucket(bucket, {{"max_msgs", 3000}, {"discard", "old"}});
     auto a = NewNode(bucket + "-a");
     auto b = NewNode(bucket + "-b");
@@ -299,15 +299,18 @@ TEST_F(RepairLiveTest, StalledMirrorTripsTheFloorGuardAndRestoresInProcess) {
     Status b_status;
     std::thread mirror_b([&] { b_status = Watch(*source_b, *b->fold, ob); });
 
-    // 20,000 new keys, written fast: far past retention while B is stalled.
+    // 10,000 new keys of 4 KiB, written fast: 40 MB, more than flow control
+    // lets the server push into B's client buffer, and far past retention
+    // while B is stalled.
     const uint64_t base = kv_.LastSeq(bucket);
-    for (int i = 0; i < 20000; ++i) {
+    const std::string value(4096, 'x');
+    for (int i = 0; i < 10000; ++i) {
       const std::string key = "n" + std::to_string(i);
-      kv_.PutNoAck(bucket, key, "x");
-      kv_.RecordPut(bucket, key, "x", base + i + 1);
+      kv_.PutNoAck(bucket, key, value);
+      kv_.RecordPut(bucket, key, value, base + i + 1);
     }
     kv_.Flush();
-    kv_.WaitForLastSeq(bucket, base + 20000);
+    kv_.WaitForLastSeq(bucket, base + 10000);
     const uint64_t last = kv_.LastSeq(bucket);
     // A catches up and exports; then B is released.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -250,7 +250,7 @@ TEST(RepairSimTest, StaleArtifactIsRefusedThenAFreshOneIsUsed) {
   const std::string before = Picture(*nb.fold);
   Status s = RunNode(b, nb, o);
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
-  EXPECT_NE(s.message().find("outside retention"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(stale)"), std::string::npos) << s.message();
   EXPECT_EQ(Picture(*nb.fold), before);
 
   o.repair_timeout = std::chrono::seconds(30);
