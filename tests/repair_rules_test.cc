@@ -46,6 +46,11 @@ TEST(RetentionTest, ListingIsTruthUntilEvictionIsSeenAndForeverAfter) {
   EXPECT_TRUE(ClassifyRetention(Evicting(1), false).listing_is_truth);    // never evicted
   EXPECT_FALSE(ClassifyRetention(Evicting(2), false).listing_is_truth);
   EXPECT_TRUE(ClassifyRetention(Evicting(2), false).has_evicted);
+  // Per-message TTLs expire out of order: first_seq proves nothing.
+  StreamState ttl = Evicting(1);
+  ttl.max_msgs = -1;
+  ttl.allow_msg_ttl = true;
+  EXPECT_FALSE(ClassifyRetention(ttl, false).listing_is_truth);
   // The memo: once seen, a listing is never the truth again, even with the
   // limit removed (aged-out keys stay missing from listings).
   EXPECT_FALSE(ClassifyRetention(Keeping(5000), true).listing_is_truth);

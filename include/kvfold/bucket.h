@@ -115,6 +115,11 @@ class BucketSource {
   virtual StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                                  uint64_t from_seq) = 0;
 
+  // The key's latest retained message, headers only (no value), or nullopt
+  // when the stream holds none. A repair asks this before deleting a key a
+  // listing did not name: a key rewritten while the listing ran is live.
+  virtual StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) = 0;
+
   // Calls fn(key, revision) for every key in `scope` whose latest message is
   // a put, headers only, in no particular order, then returns in *last_seq
   // the stream's last sequence read *before* the listing began: every

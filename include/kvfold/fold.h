@@ -75,7 +75,9 @@ struct FoldCommit {
   std::optional<std::vector<std::string>> scope;
   std::optional<std::string> stream_created;
   std::optional<std::string> seeding;  // "" clears it
-  std::optional<bool> eviction_observed;  // true only: the memo is permanent
+  // true sets the memo, which is permanent; false clears it only together
+  // with `rebase` (a fold rebuilt against a recreated stream).
+  std::optional<bool> eviction_observed;
   std::optional<std::string> last_repair;
   // Lets the cursor move backward, together with a new stream_created: a
   // fold rebuilt against a recreated stream starts that stream's sequences

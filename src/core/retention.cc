@@ -9,7 +9,9 @@ Retention ClassifyRetention(const StreamState& s, bool eviction_observed) {
   r.evicts_current_values = s.max_age_ns > 0 || s.allow_msg_ttl ||
                             (!s.discard_new && (s.max_msgs > 0 || s.max_bytes > 0));
   r.first_retained_revision = s.first_seq;
-  r.has_evicted = r.evicts_current_values && s.first_seq > 1;
+  // Per-message TTLs expire values out of order: first_seq says nothing
+  // about what expired, so such a bucket is taken to have evicted already.
+  r.has_evicted = r.evicts_current_values && (s.first_seq > 1 || s.allow_msg_ttl);
   r.listing_is_truth = (!eviction_observed && !r.has_evicted) ||
                        KVFOLD_MUTANT("retention-listing-always-truth");
   return r;

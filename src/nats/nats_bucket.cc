@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/json_fields.h"
+#include "core/base64.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"
@@ -90,6 +91,47 @@ class NatsBucket final : public BucketSource {
       if (!first || seq < *first) first = seq;
     }
     return first;
+  }
+
+  StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override {
+    auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
+                                   json{{"last_by_subj", nats::SubjectPrefix(bucket_) + key}});
+    if (!reply.ok()) {
+      if (reply.status().IsNotFound() &&
+          reply.status().message().find("err_code 10037") != std::string::npos) {
+        return std::optional<BucketMessage>();
+      }
+      return reply.status().WithContext("reading the last message of key " + key);
+    }
+    const json& msg = (*reply)["message"];
+    if (!msg.is_object() || !msg.contains("seq") || !msg["seq"].is_number_unsigned()) {
+      return Status::Corruption("STREAM.MSG.GET on " + stream_ + " for key " + key +
+                                " answered without a sequence");
+    }
+    BucketMessage m;
+    m.key = key;
+    m.seq = msg["seq"].get<uint64_t>();
+    // Headers come as base64 of an HTTP-like block: find the operation.
+    std::string kv_op, marker;
+    if (msg.contains("hdrs") && msg["hdrs"].is_string()) {
+      auto raw = core::Base64Decode(msg["hdrs"].get<std::string>());
+      if (!raw) return Status::Corruption("headers of key " + key + " are not base64");
+      auto header = [&raw](const std::string& name) {
+        const std::string needle = "\r\n" + name + ":";
+        const size_t at = raw->find(needle);
+        if (at == std::string::npos) return std::string();
+        size_t start = at + needle.size();
+        const size_t end = raw->find("\r\n", start);
+        while (start < raw->size() && (*raw)[start] == ' ') ++start;
+        return raw->substr(start, end == std::string::npos ? std::string::npos : end - start);
+      };
+      kv_op = header("KV-Operation");
+      marker = header("Nats-Marker-Reason");
+    }
+    auto op = nats::OpOfHeaders(kv_op, marker);
+    if (!op) return Status::Corruption("key " + key + " carries an unknown KV-Operation");
+    m.op = *op;
+    return std::optional<BucketMessage>(std::move(m));
   }
 
   Status ListKeys(

@@ -5,7 +5,10 @@
 #include <rocksdb/write_batch.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include "core/mutation.h"
 
 namespace kvfold::repair {
 
@@ -68,6 +71,19 @@ StatusOr<bool> ListedKeys::Contains(std::string_view key) {
   if (s.IsNotFound()) return false;
   if (!s.ok()) return Status::IOError("reading a spilled key listing: " + s.ToString());
   return true;
+}
+
+StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std::string& key,
+                            uint64_t listing_revision, uint64_t* delete_revision) {
+  *delete_revision = listing_revision;
+  auto named = listed.Contains(key);
+  if (!named.ok()) return named.status();
+  if (*named) return true;
+  auto last = source.LastOfKey(key);
+  if (!last.ok()) return last.status();
+  if (*last && (*last)->op == Op::kPut && !KVFOLD_MUTANT("repair-skip-last-check")) return true;
+  if (*last) *delete_revision = std::max(listing_revision, (*last)->seq);
+  return false;
 }
 
 }  // namespace kvfold::repair

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "kvfold/bucket.h"
 #include "kvfold/status.h"
 
 namespace rocksdb {
@@ -42,6 +43,14 @@ class ListedKeys {
   std::unique_ptr<rocksdb::DB> db_;
   size_t count_ = 0;
 };
+
+// Whether `key`, which a live fold entry holds, is live in the bucket: named
+// by the listing, or (a listing races writes: a key rewritten while it ran
+// may be missing) its latest message is a put. When it is not, the revision
+// its delete takes is at least `listing_revision`, and at least the
+// revision of the delete marker the stream still holds.
+StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std::string& key,
+                            uint64_t listing_revision, uint64_t* delete_revision);
 
 }  // namespace kvfold::repair
 

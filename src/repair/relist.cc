@@ -38,12 +38,13 @@ Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool r
     if (*next == nullptr) break;
     const auto& [key, entry] = **next;
     bool live = false;
+    uint64_t delete_revision = listing_revision;
     if (!entry.deleted) {
-      auto c = listed.Contains(key);
+      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision);
       if (!c.ok()) return c.status();
       live = *c;
     }
-    if (auto change = core::RelistKey(entry, live, listing_revision, rebase)) {
+    if (auto change = core::RelistKey(entry, live, delete_revision, rebase)) {
       KVFOLD_RETURN_IF_ERROR(writer.Add(key, entry, change->entry, change->hook));
     }
     walker.Pop();

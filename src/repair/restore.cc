@@ -78,8 +78,10 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   auto after_listing = check("after the key listing");
   if (!after_listing.ok()) return after_listing.status();
   out->listed = listed.size();
-  const bool evicted = m.eviction_observed || env.eviction_observed ||
-                       ClassifyRetention(*after_listing, true).has_evicted;
+  // On a rebase the old stream's memo goes; the artifact's and the new
+  // stream's own count.
+  const bool evicted = m.eviction_observed || (env.eviction_observed && !req.rebase) ||
+                       ClassifyRetention(*after_listing, false).has_evicted;
 
   // From here on the fold changes: only its own faults are final.
   ChangeWriter writer(env.fold, env.options, env.clock, ChangeOrigin::kRestore);
@@ -87,17 +89,19 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   auto apply = [&](const std::string& key, const std::optional<Entry>& fold,
                    const std::optional<Entry>& art) -> Status {
     bool live = false;
+    uint64_t delete_revision = listing_revision;
     if (fold && !art && !fold->deleted) {
-      auto c = listed.Contains(key);
+      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision);
       if (!c.ok()) return c.status();
       live = *c;
     }
-    auto change = core::RestoreKey(fold, art, live, listing_revision, req.rebase);
+    auto change = core::RestoreKey(fold, art, live, delete_revision, req.rebase);
     if (!change) return Status::OK();
     if (art && change->entry == *art) ++out->taken;
-    *retry = false;
+    // A hook or store failure is final: only the artifact side may pass
+    // with time.
     Status s = writer.Add(key, fold, change->entry, change->hook);
-    *retry = true;
+    if (!s.ok()) *retry = false;
     return s;
   };
   // Fold keys before `bound` (all when nullptr) are the fold's alone.
@@ -161,7 +165,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   final_meta.cursor = m.cursor;
   final_meta.stream_created = after_listing->created;
   final_meta.rebase = req.rebase;
-  if (evicted) final_meta.eviction_observed = true;
+  if (evicted || req.rebase) final_meta.eviction_observed = evicted;
   *retry = false;
   out->deleted = writer.deletes();
   out->artifact_id = m.artifact_id;

@@ -90,7 +90,9 @@ class MemoryFold final : public Fold {
     if (commit.scope) meta_.scope = commit.scope;
     if (commit.stream_created) meta_.stream_created = *commit.stream_created;
     if (commit.seeding) meta_.seeding = *commit.seeding;
-    if (commit.eviction_observed && *commit.eviction_observed) meta_.eviction_observed = true;
+    if (commit.eviction_observed && (*commit.eviction_observed || rebase)) {
+      meta_.eviction_observed = *commit.eviction_observed;
+    }
     if (commit.last_repair) meta_.last_repair = *commit.last_repair;
     return Status::OK();
   }

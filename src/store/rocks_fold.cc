@@ -157,7 +157,13 @@ class RocksFold final : public Fold {
         put_meta(kSeedingName, *commit.seeding);
       }
     }
-    if (commit.eviction_observed && *commit.eviction_observed) put_meta(kEvictionName, "1");
+    if (commit.eviction_observed) {
+      if (*commit.eviction_observed) {
+        put_meta(kEvictionName, "1");
+      } else if (rebase) {  // a rebuilt fold starts the new stream's memo over
+        batch.Delete(store::MetaStoreKey(kEvictionName));
+      }
+    }
     if (commit.last_repair) put_meta(kLastRepairName, *commit.last_repair);
     if (commit.clear_entries || !commit.entries.empty()) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));

@@ -69,6 +69,11 @@ class WatchLoop {
     repair_cause_ = cause;
     repair_why_ = std::move(why);
   }
+  // The frontier the floor is checked against on `state`.
+  uint64_t Frontier(const StreamState& state) const {
+    if (ClassifyRetention(state, false).evicts_current_values) return verified_;
+    return std::max(verified_, relist_floor_);
+  }
   void AdvanceCursor() {
     if (received_) pending_.AdvanceTo(std::min(*received_, verified_));
   }
@@ -90,6 +95,11 @@ class WatchLoop {
   std::optional<uint64_t> committed_;  // the fold's cursor
   std::optional<uint64_t> received_;
   uint64_t verified_ = 0;
+  // After a relist: every delete at or below this is in the fold. On a
+  // bucket that does not evict current values nothing else can be missing,
+  // so the floor may stand here; honoured only while the fresh retention
+  // says so (limits can be edited live).
+  uint64_t relist_floor_ = 0;
   std::string stream_created_;         // "" until recorded
   bool eviction_observed_ = false;     // the fold's memo
   bool unanchored_ = false;            // data but no cursor: repair first
@@ -205,7 +215,7 @@ void WatchLoop::NoteRetention(const StreamState& state) {
 void WatchLoop::CheckStart(const StreamState& state) {
   std::string why;
   const std::optional<uint64_t> frontier =
-      received_ && !sync_next_ ? std::optional<uint64_t>(verified_) : std::nullopt;
+      received_ && !sync_next_ ? std::optional<uint64_t>(Frontier(state)) : std::nullopt;
   if (!KVFOLD_MUTANT("window-skip-check")) {
     switch (core::CheckWindow(source_.bucket(), state, frontier, stream_created_, &why)) {
       case core::WindowFault::kRecreated:
@@ -312,7 +322,8 @@ Status WatchLoop::Session(SessionEnd* end) {
     if (repair_cause_) {
       // Fold what already arrived before repairing: it is received, and a
       // restore would otherwise have to cover it too.
-      while (true) {
+      // Bounded: a busy stream must not postpone the repair forever.
+      for (size_t drained = 0; drained < std::max<size_t>(opt_.batch_size, 10000); ++drained) {
         auto ev = delivery->Next(milliseconds(1));
         if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
         KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
@@ -439,7 +450,8 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
   }
   write_sample_ = std::make_pair(last_floor_check_, state->last_seq);
   std::string why;
-  auto fault = core::CheckWindow(source_.bucket(), *state, verified_, stream_created_, &why);
+  auto fault =
+      core::CheckWindow(source_.bucket(), *state, Frontier(*state), stream_created_, &why);
   if (KVFOLD_MUTANT("floor-skip-midwatch")) fault = core::WindowFault::kNone;
   switch (fault) {
     case core::WindowFault::kRecreated:
@@ -525,6 +537,8 @@ Status WatchLoop::Repair() {
         final_meta.cursor = 0;
         final_meta.rebase = true;
         final_meta.stream_created = state->created;
+        // The memo was about the old stream; the new one starts clean.
+        final_meta.eviction_observed = ClassifyRetention(*state, false).has_evicted;
       }
       repair::RelistResult r;
       const ChangeOrigin origin = cause == core::RepairCause::kReconcile
@@ -552,16 +566,21 @@ Status WatchLoop::Repair() {
       KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
       if (rebase) {
         stream_created_ = state->created;
+        eviction_observed_ = false;
         committed_ = 0;
         received_ = 0;
         verified_ = 0;
+        relist_floor_ = 0;
         pending_ = core::PendingBatch();
+        pending_.AdvanceTo(0);
+        if (opt_.until_caught_up) target_ = state->last_seq;  // the new stream's
       }
-      // Every delete at or below the listing's revision is in the fold now,
-      // and this bucket never evicts current values: nothing below it can
-      // still be missing.
-      verified_ = std::max(verified_, r.listing_revision);
-      if (!received_) sync_next_ = true;
+      // Every delete at or below the listing's revision is in the fold now;
+      // on a bucket that never evicts current values nothing below it can
+      // still be missing (Frontier() honours this only while that holds).
+      relist_floor_ = std::max(relist_floor_, r.listing_revision);
+      // An unanchored fold continues with a state sync, decided afresh by
+      // CheckStart (which refuses one where the listing is not the truth).
       unanchored_ = false;
       AdvanceCursor();
       return Status::OK();
@@ -596,6 +615,14 @@ Status WatchLoop::Repair() {
       pending_.AdvanceTo(r.cursor);
       unanchored_ = false;
       sync_next_ = false;
+      if (rebase) {
+        relist_floor_ = 0;
+        if (opt_.until_caught_up) {
+          auto now = source_.ReadStream();
+          if (!now.ok()) return now.status();
+          target_ = now->last_seq;  // the new stream's
+        }
+      }
       if (opt_.on_applied) opt_.on_applied(r.cursor);
       return Status::OK();
     }

@@ -283,5 +283,53 @@ TEST_F(CliLiveTest, MirrorKilledWithSigkillResumesToTheTruth) {
   EXPECT_EQ(Status(Fold())["cursor"], kv_.LastSeq("kill"));
 }
 
+// Issue 6, live 9: SIGKILL mid-restore (between chunks), several times,
+// then a restart: the restore completes and the fold equals the exporter's
+// and the truth. (The hook's view across such crashes is checked in process
+// by RepairSimTest.CrashAtEveryRestoreCommitThenRestartConverges.)
+TEST_F(CliLiveTest, MirrorKilledMidRestoreFinishesTheRestoreOnRestart) {
+  kv_.CreateBucket("rk", {{"max_msgs", 30000}, {"discard", "old"}, {"max_msgs_per_subject", 1}});
+  auto burst = [&](int from, int n, const std::string& value) {
+    const uint64_t base = kv_.LastSeq("rk");
+    for (int i = 0; i < n; ++i) {
+      const std::string key = "k" + std::to_string(from + i);
+      kv_.PutNoAck("rk", key, value);
+      kv_.RecordPut("rk", key, value, base + i + 1);
+    }
+    kv_.Flush();
+    kv_.WaitForLastSeq("rk", base + n);
+  };
+  burst(0, 1000, "v0");
+  ASSERT_EQ(Mirror("rk", Fold("b")).code, 0);
+  ASSERT_EQ(Mirror("rk", Fold("a")).code, 0);
+  for (int part = 0; part < 4; ++part) {  // evicts past B's cursor; A keeps up
+    burst(1000 + part * 10000, 10000, "v1");
+    ASSERT_EQ(Mirror("rk", Fold("a")).code, 0);
+  }
+  kv_.Delete("rk", "k5");
+  ASSERT_EQ(Mirror("rk", Fold("a")).code, 0);
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  ASSERT_EQ(Run({"export", "--fold", Fold("a"), "--to", arts}).code, 0);
+  const std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "rk",
+                                         "--fold", Fold("b"), "--until-caught-up",
+                                         "--artifacts", arts, "--batch", "200"};
+  const std::string out = dir_.path() + "/m.out", err = dir_.path() + "/m.err";
+  int killed = 0;
+  for (int delay_ms : {150, 300, 450}) {
+    pid_t m = SpawnCli(args, out, err);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(m, SIGKILL);
+    if (WaitExit(m) == 128 + SIGKILL) ++killed;
+  }
+  EXPECT_GT(killed, 0);
+  Exit done = Run(args);
+  ASSERT_EQ(done.code, 0) << done.err;
+  EXPECT_NE(Status(Fold("b"))["last_repair"].get<std::string>().find("restore from artifact"),
+            std::string::npos);
+  EXPECT_EQ(Dump(Fold("b")), kv_.Truth("rk"));
+  EXPECT_EQ(Dump(Fold("b")), Dump(Fold("a")));
+  EXPECT_EQ(Status(Fold("b"))["cursor"], kv_.LastSeq("rk"));
+}
+
 }  // namespace
 }  // namespace kvfold::live

@@ -89,13 +89,10 @@ Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = null
     if (c.op == Op::kPut) {
       n.hook_view[key] = Entry{c.revision, false, std::string(c.value)};
     } else {
-      // No phantom delete: the key must not be live in the truth at the
-      // delete's revision with a later write... judged at the end; here,
-      // a delete of a key the truth has live *now* with an older revision.
-      auto truth = b.Truth(scope);
-      auto t = truth.find(key);
-      if (t != truth.end() && t->second.revision <= c.revision) {
-        n.violations.push_back("phantom delete of " + key);
+      // No phantom delete: the truth as of the delete's revision must not
+      // hold the key live.
+      if (b.Truth(scope, c.revision).contains(key)) {
+        n.violations.push_back("phantom delete of " + key + " at " + std::to_string(c.revision));
       }
       n.hook_view.erase(key);
     }
@@ -161,7 +158,9 @@ TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
   b.Purge("k.5");
   b.Put("k.0", "last");
   b.PurgeMarker(marker);  // PurgeDeletes: the stream no longer shows k.4's delete
-  Status s = RunNode(b, n);
+  WatchOptions o = Fast();
+  o.listing_memory_keys = 4;  // the listing spills to disk past 4 keys
+  Status s = RunNode(b, n, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectConverged(b, n);
   EXPECT_EQ(n.by_origin[ChangeOrigin::kRestore], 0);
@@ -374,7 +373,8 @@ TEST(RepairSimTest, QuietPrefixSurvivesChurnAndARealOverrunTrips) {
   bool done = false;
   reads = 0;
   b.on_read_stream = [&] {
-    if (done || ++reads < 4) return;  // mid-watch, after the session started
+    if (++reads > 500) stop2.request_stop();  // bound: a watch that never trips ends
+    if (done || reads < 4) return;  // mid-watch, after the session started
     done = true;
     b.Put("q.2", "lost before delivery");
     for (int i = 0; i < 40; ++i) b.Put("churn." + std::to_string(i), "y");
@@ -577,6 +577,47 @@ TEST(RepairSimTest, CrashAtEveryRestoreCommitThenRestartConverges) {
     }
   }
   EXPECT_GT(schedules, 12);
+}
+
+// SPEC §3: a nats-server 2.11 limit marker (Nats-Marker-Reason, no
+// KV-Operation) is a delete, never an empty value. The header mapping is
+// kv_subjects (KvOperationTest); here the watch folds such a message.
+TEST(RepairSimTest, LimitMarkersFoldAsDeletes) {
+  SimBucket b;
+  b.Put("a", "1");
+  b.Put("b", "1");
+  b.LimitMarker("a");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  ExpectConverged(b, n);
+  Entry e;
+  ASSERT_TRUE(n.fold->Get("a", &e).ok());
+  EXPECT_TRUE(e.deleted);
+}
+
+// A key listing races writes: a key rewritten while it runs may be missing
+// from it (its old message superseded, the new one past the listing's
+// revision). Relist must not delete it, not even for a moment.
+TEST(RepairSimTest, KeyRewrittenDuringTheListingIsNeverDeleted) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int r = 1; r < 5; ++r) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(r));
+  }
+  bool raced = false;
+  b.during_listing = [&] {
+    if (raced) return;
+    raced = true;
+    b.Put("k.3", "hot");  // supersedes the message the listing would name
+  };
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(raced);
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 0);
 }
 
 }  // namespace

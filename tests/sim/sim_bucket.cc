@@ -238,13 +238,29 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
   return std::unique_ptr<Delivery>(std::move(d));
 }
 
+StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& key) {
+  for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
+    if (it->retained && it->message.key == key) {
+      BucketMessage m = it->message;
+      m.value.clear();
+      return std::optional<BucketMessage>(std::move(m));
+    }
+  }
+  return std::optional<BucketMessage>();
+}
+
 Status SimBucket::ListKeys(const Scope& scope,
                            const std::function<Status(std::string_view, uint64_t)>& fn,
                            uint64_t* last_seq) {
   *last_seq = next_seq_ - 1;
+  if (during_listing) during_listing();
+  // Like a last-per-subject consumer snapshot raced by writes: a key whose
+  // old message was superseded after last_seq was read is not named.
   std::map<std::string, const BucketMessage*> last;
   for (const auto& r : log_) {
-    if (r.retained && scope.Contains(r.message.key)) last[r.message.key] = &r.message;
+    if (r.retained && r.message.seq <= *last_seq && scope.Contains(r.message.key)) {
+      last[r.message.key] = &r.message;
+    }
   }
   for (const auto& [k, m] : last) {
     if (m->op == Op::kPut) KVFOLD_RETURN_IF_ERROR(fn(k, m->seq));

@@ -78,6 +78,10 @@ class SimBucket final : public BucketSource {
                                            const Scope& scope) override;
   StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                          uint64_t from_seq) override;
+  StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override;
+  // Runs inside each ListKeys, after the listing's last_seq was read and
+  // before keys are named (writes racing the listing).
+  std::function<void()> during_listing;
   Status ListKeys(const Scope& scope,
                   const std::function<Status(std::string_view, uint64_t)>& fn,
                   uint64_t* last_seq) override;
