@@ -155,13 +155,17 @@ TEST(FloorTest, ProbeComesSoonerWhenTheHeadApproaches) {
   s.messages = 3000;
   s.max_msgs = 3000;
   EXPECT_EQ(NextFloorProbe(s, 4000, -1, milliseconds(1000)), milliseconds(50));  // not measured
-  EXPECT_EQ(NextFloorProbe(s, 4000, 0, milliseconds(1000)), milliseconds(1000));   // no writes
-  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(150));
+  EXPECT_EQ(NextFloorProbe(s, 4000, 0, milliseconds(1000)), milliseconds(200));  // count limit
+  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(75));
   EXPECT_EQ(NextFloorProbe(s, 1010, 10000, milliseconds(1000)), milliseconds(10));
   s.messages = 1000;  // room for 2000 more before the head moves at all
-  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(250));
+  EXPECT_EQ(NextFloorProbe(s, 4000, 10000, milliseconds(1000)), milliseconds(125));
   s.max_age_ns = int64_t{200} * 1000 * 1000;
   EXPECT_EQ(NextFloorProbe(s, 4000, 0, milliseconds(1000)), milliseconds(50));
+  StreamState keep;  // keeps current values: no hurry at all
+  keep.first_seq = 1;
+  keep.last_seq = 10;
+  EXPECT_EQ(NextFloorProbe(keep, 10, 0, milliseconds(1000)), milliseconds(1000));
 }
 
 TEST(KvOperationTest, LimitMarkersAreDeletes) {

@@ -153,6 +153,9 @@ std::chrono::milliseconds NextFloorProbe(const StreamState& stream, uint64_t fro
   using std::chrono::milliseconds;
   const milliseconds shortest(10);
   milliseconds next = longest;
+  // A bucket that evicts by count or size can turn over in a burst the
+  // rate has not seen yet: never sleep long on one.
+  if (stream.max_msgs > 0 || stream.max_bytes > 0) next = std::min(next, milliseconds(200));
   if (stream.max_age_ns > 0) {
     next = std::min(next, milliseconds(std::max<int64_t>(stream.max_age_ns / 4000000, 1)));
   }
@@ -162,7 +165,9 @@ std::chrono::milliseconds NextFloorProbe(const StreamState& stream, uint64_t fro
     headroom += static_cast<uint64_t>(stream.max_msgs) - stream.messages;
   }
   if (write_rate > 0) {
-    const double ms = 1000.0 * static_cast<double>(headroom) / write_rate / 2;
+    // A quarter of the time retention needs to reach the frontier: the
+    // probe itself, and the writer's bursts, take some of it.
+    const double ms = 1000.0 * static_cast<double>(headroom) / write_rate / 4;
     if (ms < static_cast<double>(next.count())) next = milliseconds(static_cast<int64_t>(ms));
   }
   return std::clamp(next, shortest, std::max(shortest, longest));

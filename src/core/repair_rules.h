@@ -92,12 +92,13 @@ bool FloorHolds(uint64_t first_seq, uint64_t frontier);
 // what was received is past it (or there is none).
 bool NothingInScopeToCome(uint64_t last_seq, std::optional<uint64_t> first_in_scope_after);
 
-// When to run the next idle floor probe: half the time retention needs to
+// When to run the next idle floor probe: a quarter of the time retention needs to
 // reach the frontier: the messages between the stream's first retained one
 // and the frontier, plus what max_msgs still leaves room for, at the
 // observed write rate (an upper bound on how fast a count limit moves the
-// head; `write_rate` < 0 when not measured yet: soon); at most a quarter of
-// max_age; clamped to [10 ms, `longest`].
+// head; `write_rate` < 0 when not measured yet: soon); at most 200 ms on a
+// bucket with max_msgs or max_bytes, a quarter of max_age; clamped to
+// [10 ms, `longest`].
 std::chrono::milliseconds NextFloorProbe(const StreamState& stream, uint64_t frontier,
                                          double write_rate, std::chrono::milliseconds longest);
 
