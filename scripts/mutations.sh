@@ -12,7 +12,7 @@ mutants=$(sed -n 's/^ *"\([a-z0-9-]*\)",.*/\1/p' src/core/mutation.cc)
 survived=0
 for m in $mutants; do
   # A mutant that makes a test hang is caught too, after the timeout.
-  if KVFOLD_MUTATION="$m" timeout 300 "$bin" --gtest_brief=1 >/tmp/kvfold-mutant-$$.log 2>&1; then
+  if KVFOLD_MUTATION="$m" timeout 120 "$bin" --gtest_brief=1 >/tmp/kvfold-mutant-$$.log 2>&1; then
     echo "mutation $m: NOT caught"
     survived=$((survived + 1))
   else

@@ -100,6 +100,7 @@ class WatchLoop {
   // so the floor may stand here; honoured only while the fresh retention
   // says so (limits can be edited live).
   uint64_t relist_floor_ = 0;
+  int relists_abandoned_ = 0;  // in a row: bounds a relist that cannot finish
   std::string stream_created_;         // "" until recorded
   bool eviction_observed_ = false;     // the fold's memo
   bool unanchored_ = false;            // data but no cursor: repair first
@@ -180,7 +181,6 @@ Status WatchLoop::Run() {
     if (end == SessionEnd::kRepair) {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
-      if (!KVFOLD_MUTANT("repair-skip-flush")) KVFOLD_RETURN_IF_ERROR(Flush());
       Status r = Repair();
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
@@ -500,11 +500,23 @@ Status WatchLoop::Probe() {
 Status WatchLoop::Repair() {
   const core::RepairCause cause = *repair_cause_;
   const std::string why = repair_why_;
+  // Everything received is folded and in the store before any repair looks
+  // at the fold: a re-queued batch would be invisible to the key-set diff
+  // and could resurrect a key deleted meanwhile.
+  if (!KVFOLD_MUTANT("repair-skip-flush")) KVFOLD_RETURN_IF_ERROR(Flush());
   repair_cause_.reset();
   auto state = source_.ReadStream();
-  if (!state.ok()) return state.status();
+  if (!state.ok()) {
+    repair_cause_ = cause;  // retried after the backoff
+    return state.status();
+  }
+  const bool memo_before = eviction_observed_;
   NoteRetention(*state);
-  KVFOLD_RETURN_IF_ERROR(Flush());  // the memo, when it was just observed
+  if (eviction_observed_ && !memo_before) {
+    FoldCommit memo;
+    memo.eviction_observed = true;
+    KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
+  }
   const Retention retention = ClassifyRetention(*state, eviction_observed_);
   const core::RepairChoice choice = core::ChooseRepair(opt_.repair, cause, retention);
   Log(std::string("repair: ") + core::RepairCauseName(cause) + " (" + why + "); bucket " +
@@ -549,10 +561,16 @@ Status WatchLoop::Repair() {
         // The bucket began evicting during the listing: decide again with
         // the new retention (the memo is recorded by the next read).
         Log("relist abandoned: " + s.message());
+        if (++relists_abandoned_ >= 3) {
+          return Status::CursorExpired(why + ". The key listing stopped being the truth " +
+                                       std::to_string(relists_abandoned_) +
+                                       " times in a row: " + s.message());
+        }
         repair_cause_ = cause;
         repair_why_ = why;
         return Status::OK();
       }
+      relists_abandoned_ = 0;
       KVFOLD_RETURN_IF_ERROR(s);
       if (r.stopped) return Status::OK();
       Log(std::string(cause == core::RepairCause::kReconcile ? "reconcile" : "relist") +

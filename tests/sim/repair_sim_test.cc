@@ -620,5 +620,44 @@ TEST(RepairSimTest, KeyRewrittenDuringTheListingIsNeverDeleted) {
   EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 0);
 }
 
+// Before any repair the watcher folds and flushes what it received,
+// retrying a failed commit: a batch left re-queued would be invisible to the
+// key-set diff and could resurrect a key deleted meanwhile.
+TEST(RepairSimTest, RepairFlushesARequeuedBatchFirst) {
+  SimBucket b;
+  b.Put("a", "1");
+  Node n;
+  TestDir dir;
+  auto rocks = OpenRocksFold(dir.path() + "/fold", FoldOptions{.sync = false});
+  ASSERT_TRUE(rocks.ok());
+  n.fold = std::move(rocks).value();
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Put("k", "soon deleted");
+  FaultFold faulty(*n.fold);
+  WatchOptions o = Fast();
+  o.until_caught_up = false;
+  o.reconcile_every = std::chrono::milliseconds(1);
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.log = [&](std::string_view line) {
+    if (line.find("reconcile done") != std::string_view::npos) stop.request_stop();
+  };
+  bool once = false;
+  auto race = [&](const Change& c) {
+    if (once || c.key != "k") return Status::OK();
+    once = true;
+    // The batch holding k fails to commit once; meanwhile k is deleted and
+    // its marker purged, so only a key-set diff can delete it.
+    faulty.Arm(faulty.attempts() + 1, Fault::kFailBefore);
+    b.PurgeMarker(b.Delete("k"));
+    return Status::OK();
+  };
+  Status s = RunNode(b, n, o, &faulty, race);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(once);
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+}
+
 }  // namespace
 }  // namespace kvfold
