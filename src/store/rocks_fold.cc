@@ -70,18 +70,8 @@ class RocksFold final : public Fold {
   Status ScanFrom(std::string_view start_key, bool include_tombstones,
                   const std::function<bool(std::string_view, const Entry&)>& fn) override {
     KVFOLD_RETURN_IF_ERROR(CatchUp());
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    Entry entry;
-    for (it->Seek(store::EntryStoreKey(start_key)); it->Valid(); it->Next()) {
-      const rocksdb::Slice k = it->key();
-      if (k.empty() || k[0] != store::kEntryTag) break;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
-          std::string_view(it->value().data(), it->value().size()), &entry));
-      if (entry.deleted && !include_tombstones) continue;
-      if (!fn(std::string_view(k.data() + 1, k.size() - 1), entry)) break;
-    }
-    if (!it->status().ok()) return FromRocks(it->status(), "scanning the fold");
-    return Status::OK();
+    return ScanEntries(rocksdb::ReadOptions(), store::EntryStoreKey(start_key),
+                       store::EntryStoreKey(""), include_tombstones, fn);
   }
 
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
@@ -90,11 +80,19 @@ class RocksFold final : public Fold {
                 bool include_tombstones,
                 const std::function<bool(std::string_view, const Entry&)>& fn) {
     const std::string start = store::EntryStoreKey(prefix);
+    return ScanEntries(ro, start, start, include_tombstones, fn);
+  }
+
+  // Entries from store key `seek` on, while their store keys start with
+  // `within`, in key order.
+  Status ScanEntries(const rocksdb::ReadOptions& ro, const std::string& seek,
+                     const std::string& within, bool include_tombstones,
+                     const std::function<bool(std::string_view, const Entry&)>& fn) {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
     Entry entry;
-    for (it->Seek(start); it->Valid(); it->Next()) {
+    for (it->Seek(seek); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key();
-      if (!k.starts_with(start)) break;
+      if (!k.starts_with(within)) break;
       KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
           std::string_view(it->value().data(), it->value().size()), &entry));
       if (entry.deleted && !include_tombstones) continue;

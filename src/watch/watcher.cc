@@ -661,6 +661,13 @@ Status WatchLoop::Repair() {
 Status WatchLoop::TryCommit(bool force) {
   if (!pending_.HasWork(committed_)) return Status::OK();
   if (!force && failures_ > 0 && clock_.Now() < retry_at_) return Status::OK();
+  // Prove the frontier first, one stream read per commit at most, so the
+  // cursor covers the batch: a fold's entries stay at or below its cursor
+  // (what an export of it requires) except after a trip or mid-repair.
+  if (received_ && verified_ < *received_ && !repair_cause_) {
+    auto checked = CheckFloor();
+    if (!checked.ok() && !checked.status().IsUnavailable()) return checked.status();
+  }
   Status s = fold_.Commit(pending_.ToCommit());
   if (s.ok()) {
     if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
