@@ -273,12 +273,6 @@ TEST_F(RepairLiveTest, StalledMirrorTripsTheFloorGuardAndRestoresInProcess) {
     ASSERT_TRUE(CatchUp(bucket, *a).ok());
     ASSERT_TRUE(CatchUp(bucket, *b).ok());
 
-    auto source_a = Source(bucket);
-    std::stop_source stop_a;
-    WatchOptions oa = Options(*a);
-    oa.stop = stop_a.get_token();
-    std::thread mirror_a([&] { (void)Watch(*source_a, *a->fold, oa); });
-
     std::atomic<bool> paused{true};
     std::atomic<int> stalls{0};
     auto source_b = Source(bucket);
@@ -298,36 +292,44 @@ TEST_F(RepairLiveTest, StalledMirrorTripsTheFloorGuardAndRestoresInProcess) {
     };
     Status b_status;
     std::thread mirror_b([&] { b_status = Watch(*source_b, *b->fold, ob); });
+    // Whatever fails below, B is released and joined before the locals go.
+    struct Release {
+      std::atomic<bool>& paused;
+      std::stop_source& stop;
+      std::thread& thread;
+      ~Release() {
+        paused.store(false);
+        stop.request_stop();
+        if (thread.joinable()) thread.join();
+      }
+    } release{paused, stop_b, mirror_b};
 
     // 10,000 new keys of 4 KiB, written fast: 40 MB, more than flow control
     // lets the server push into B's client buffer, and far past retention
-    // while B is stalled.
-    const uint64_t base = kv_.LastSeq(bucket);
+    // while B is stalled. A catches up after every 1,000 (so it is never
+    // overrun itself, however slow the build), then exports.
     const std::string value(4096, 'x');
-    for (int i = 0; i < 10000; ++i) {
-      const std::string key = "n" + std::to_string(i);
-      kv_.PutNoAck(bucket, key, value);
-      kv_.RecordPut(bucket, key, value, base + i + 1);
+    for (int part = 0; part < 10; ++part) {
+      const uint64_t base = kv_.LastSeq(bucket);
+      for (int i = 0; i < 1000; ++i) {
+        const std::string key = "n" + std::to_string(part * 1000 + i);
+        kv_.PutNoAck(bucket, key, value);
+        kv_.RecordPut(bucket, key, value, base + i + 1);
+      }
+      kv_.Flush();
+      kv_.WaitForLastSeq(bucket, base + 1000);
+      ASSERT_TRUE(CatchUp(bucket, *a).ok());
     }
-    kv_.Flush();
-    kv_.WaitForLastSeq(bucket, base + 10000);
     const uint64_t last = kv_.LastSeq(bucket);
-    // A catches up and exports; then B is released.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (a->fold->ReadMeta()->cursor.value_or(0) < last &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
     Export(*a);
     paused.store(false);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (b->fold->ReadMeta()->cursor.value_or(0) < last &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(20));
     }
     stop_b.request_stop();
     mirror_b.join();
-    stop_a.request_stop();
-    mirror_a.join();
     ASSERT_TRUE(b_status.ok()) << b_status.ToString();
     EXPECT_GT(stalls.load(), 0);
     EXPECT_TRUE(b->Logged("floor guard trip")) << "B was never overrun";
