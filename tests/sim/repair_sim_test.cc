@@ -123,8 +123,11 @@ class Artifacts {
     transport_ = std::move(t).value();
     source_ = NewArtifactSource(*transport_);
   }
-  void Export(Fold& fold) {
-    auto m = ExportArtifact(fold, *transport_, ExportOptions{});
+  // `chunk_bytes` small makes many chunks (restore commits between them).
+  void Export(Fold& fold, size_t chunk_bytes = size_t{4} << 20) {
+    ExportOptions eo;
+    eo.chunk_raw_bytes = chunk_bytes;
+    auto m = ExportArtifact(fold, *transport_, eo);
     ASSERT_TRUE(m.ok() || m.status().IsAlreadyExists()) << m.status().ToString();
   }
   ArtifactSource* source() { return source_.get(); }
@@ -529,7 +532,7 @@ TEST(RepairSimTest, CrashAtEveryRestoreCommitThenRestartConverges) {
   }
   b.Delete("k.0");
   ASSERT_TRUE(RunNode(b, a).ok());
-  arts.Export(*a.fold);
+  arts.Export(*a.fold, 64);  // a chunk every few entries
   FoldCommit copy;
   ASSERT_TRUE(stale.fold->Scan("", true, [&](std::string_view k, const Entry& e) {
     copy.entries.emplace(std::string(k), e);
