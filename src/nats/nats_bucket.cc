@@ -15,6 +15,12 @@ namespace {
 
 using nlohmann::json;
 
+// STREAM.MSG.GET found no such message (err_code 10037); any other 404 is a
+// missing stream, which is an error.
+bool IsNoMessageFound(const Status& s) {
+  return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
+}
+
 class NatsBucket final : public BucketSource {
  public:
   NatsBucket(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
@@ -71,11 +77,7 @@ class NatsBucket final : public BucketSource {
       auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
                                      json{{"seq", from_seq}, {"next_by_subj", filter}});
       if (!reply.ok()) {
-        // err_code 10037 is "no message found"; any other 404 is a missing stream.
-        if (reply.status().IsNotFound() &&
-            reply.status().message().find("err_code 10037") != std::string::npos) {
-          continue;
-        }
+        if (IsNoMessageFound(reply.status())) continue;
         return reply.status().WithContext("looking for messages of " + filter + " from " +
                                           std::to_string(from_seq));
       }
@@ -97,10 +99,7 @@ class NatsBucket final : public BucketSource {
     auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
                                    json{{"last_by_subj", nats::SubjectPrefix(bucket_) + key}});
     if (!reply.ok()) {
-      if (reply.status().IsNotFound() &&
-          reply.status().message().find("err_code 10037") != std::string::npos) {
-        return std::optional<BucketMessage>();
-      }
+      if (IsNoMessageFound(reply.status())) return std::optional<BucketMessage>();
       return reply.status().WithContext("reading the last message of key " + key);
     }
     const json& msg = (*reply)["message"];

@@ -203,11 +203,12 @@ Status WatchLoop::Run() {
 void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = state;
   if (eviction_observed_) return;
-  if (ClassifyRetention(state, false).has_evicted) {
+  const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);
+  if (seen.has_evicted) {
     eviction_observed_ = true;
     pending_.meta().eviction_observed = true;
     Log("bucket " + source_.bucket() + " has evicted current values (" +
-        DescribeRetention(state, ClassifyRetention(state, true)) +
+        DescribeRetention(state, seen) +
         "); recorded in the fold: its key listing is never taken for the truth again");
   }
 }
