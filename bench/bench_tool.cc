@@ -1,0 +1,282 @@
+// The programs bench/run times beside kvfold: a loader, the wire's limit (a
+// bare nats.c ordered consumer), the loop a user writes without kvfold, the
+// export's limit (a RocksDB scan plus zstd) and a put-to-hook latency probe.
+//
+//   kvfold_bench_tool load     --server URL --bucket B --keys N [--first I] [--value-bytes 100]
+//                              [--history H]
+//   kvfold_bench_tool raw      --server URL --bucket B
+//   kvfold_bench_tool naive    --server URL --bucket B --db DIR
+//   kvfold_bench_tool scan-zstd --fold DIR
+//   kvfold_bench_tool latency  --server URL --bucket B --fold DIR --rate R --seconds S
+//
+// Each prints one line of facts on stdout; bench/run does the timing.
+
+#include <nats/nats.h>
+#include <rocksdb/db.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvfold/kvfold.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "kvfold_bench_tool: %s\n", what.c_str());
+  std::exit(1);
+}
+
+void Check(natsStatus s, const char* what) {
+  if (s != NATS_OK) Die(std::string(what) + ": " + natsStatus_GetText(s));
+}
+
+struct Args {
+  std::map<std::string, std::string> kv;
+  std::string Get(const std::string& k, const std::string& def = "") const {
+    auto it = kv.find(k);
+    if (it != kv.end()) return it->second;
+    if (def.empty()) Die("missing --" + k);
+    return def;
+  }
+  long long Int(const std::string& k, const std::string& def = "") const {
+    return std::stoll(Get(k, def));
+  }
+};
+
+struct Conn {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  explicit Conn(const std::string& url, bool async_publish = false) {
+    natsOptions* o = nullptr;
+    Check(natsOptions_Create(&o), "options");
+    Check(natsOptions_SetURL(o, url.c_str()), "url");
+    Check(natsConnection_Connect(&nc, o), "connect");
+    natsOptions_Destroy(o);
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    if (async_publish) jo.PublishAsync.MaxPending = 4096;
+    Check(natsConnection_JetStream(&js, nc, &jo), "jetstream");
+  }
+  ~Conn() {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  }
+};
+
+uint64_t StreamMessages(Conn& c, const std::string& bucket) {
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  Check(js_GetStreamInfo(&si, c.js, ("KV_" + bucket).c_str(), nullptr, &jerr), "stream info");
+  const uint64_t n = si->State.Msgs;
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
+// Creates the bucket when missing and writes keys k<first>..k<first+N-1>.
+int Load(const Args& a) {
+  Conn c(a.Get("server"), /*async_publish=*/true);
+  const std::string bucket = a.Get("bucket");
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = bucket.c_str();
+  cfg.History = static_cast<uint8_t>(a.Int("history", "1"));
+  kvStore* kv = nullptr;
+  if (js_KeyValue(&kv, c.js, bucket.c_str()) != NATS_OK) {
+    Check(js_CreateKeyValue(&kv, c.js, &cfg), "create bucket");
+  }
+  kvStore_Destroy(kv);
+  const long long n = a.Int("keys"), first = a.Int("first", "0");
+  std::string value(static_cast<size_t>(a.Int("value-bytes", "100")), 'v');
+  char subject[256];
+  for (long long i = first; i < first + n; ++i) {
+    std::snprintf(subject, sizeof subject, "$KV.%s.k%09lld", bucket.c_str(), i);
+    const std::string tag = std::to_string(i);
+    std::memcpy(value.data(), tag.data(), std::min(tag.size(), value.size()));
+    Check(js_PublishAsync(c.js, subject, value.data(), static_cast<int>(value.size()), nullptr),
+          "publish");
+  }
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = 120000;
+  Check(js_PublishAsyncComplete(c.js, &po), "publish complete");
+  std::printf("loaded %lld keys\n", n);
+  return 0;
+}
+
+// The wire's limit: an ordered push consumer over the whole stream that
+// only counts what arrives.
+int Raw(const Args& a) {
+  Conn c(a.Get("server"));
+  const std::string bucket = a.Get("bucket");
+  const uint64_t want = StreamMessages(c, bucket);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Ordered = true;
+  so.Stream = nullptr;
+  natsSubscription* sub = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const std::string subject = "$KV." + bucket + ".>";
+  Check(js_SubscribeSync(&sub, c.js, subject.c_str(), nullptr, &so, &jerr), "subscribe");
+  natsSubscription_SetPendingLimits(sub, -1, -1);
+  uint64_t got = 0, bytes = 0;
+  while (got < want) {
+    natsMsg* m = nullptr;
+    Check(natsSubscription_NextMsg(&m, sub, 10000), "next message");
+    bytes += static_cast<uint64_t>(natsMsg_GetDataLength(m));
+    natsMsg_Destroy(m);
+    ++got;
+  }
+  natsSubscription_Destroy(sub);
+  std::printf("received %llu messages, %llu bytes\n", static_cast<unsigned long long>(got),
+              static_cast<unsigned long long>(bytes));
+  return 0;
+}
+
+// What a C++ user writes without kvfold: watch everything, one RocksDB Put
+// per entry plus a cursor Put, no fsync.
+int Naive(const Args& a) {
+  Conn c(a.Get("server"));
+  const std::string bucket = a.Get("bucket");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw_db = nullptr;
+  auto st = rocksdb::DB::Open(o, a.Get("db"), &raw_db);
+  if (!st.ok()) Die("open db: " + st.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw_db);
+  kvStore* kv = nullptr;
+  Check(js_KeyValue(&kv, c.js, bucket.c_str()), "open bucket");
+  kvWatcher* w = nullptr;
+  Check(kvStore_WatchAll(&w, kv, nullptr), "watch");
+  uint64_t n = 0;
+  rocksdb::WriteOptions wo;
+  while (true) {
+    kvEntry* e = nullptr;
+    Check(kvWatcher_Next(&e, w, 10000), "watch next");
+    if (e == nullptr) break;  // the initial values are all delivered
+    const char* key = kvEntry_Key(e);
+    if (kvEntry_Operation(e) == kvOp_Put) {
+      db->Put(wo, key, rocksdb::Slice(static_cast<const char*>(kvEntry_Value(e)),
+                                      static_cast<size_t>(kvEntry_ValueLen(e))));
+    } else {
+      db->Delete(wo, key);
+    }
+    db->Put(wo, "__cursor", std::to_string(kvEntry_Revision(e)));
+    kvEntry_Destroy(e);
+    ++n;
+  }
+  kvWatcher_Destroy(w);
+  kvStore_Destroy(kv);
+  std::printf("applied %llu entries\n", static_cast<unsigned long long>(n));
+  return 0;
+}
+
+// The export's limit: read every entry of a fold in key order and zstd
+// (level 3, as artifacts use) it in 4 MiB chunks. Writes nothing.
+int ScanZstd(const Args& a) {
+  rocksdb::Options o;
+  rocksdb::DB* raw_db = nullptr;
+  auto st = rocksdb::DB::OpenForReadOnly(o, a.Get("fold"), &raw_db);
+  if (!st.ok()) Die("open fold: " + st.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw_db);
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  std::string raw, out;
+  uint64_t records = 0, compressed = 0;
+  auto flush = [&] {
+    out.resize(ZSTD_compressBound(raw.size()));
+    compressed += ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 3);
+    raw.clear();
+  };
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    raw.append(it->key().data(), it->key().size());
+    raw.append(it->value().data(), it->value().size());
+    ++records;
+    if (raw.size() >= (4u << 20)) flush();
+  }
+  flush();
+  std::printf("scanned %llu records, %llu compressed bytes\n",
+              static_cast<unsigned long long>(records),
+              static_cast<unsigned long long>(compressed));
+  return 0;
+}
+
+// Put-to-hook latency: a publisher at a fixed rate stamps each value with
+// its send time; the watcher's apply hook reads the stamp.
+int Latency(const Args& a) {
+  const std::string server = a.Get("server"), bucket = a.Get("bucket");
+  const long long rate = a.Int("rate"), seconds = a.Int("seconds");
+  const long long total = rate * seconds;
+  kvfold::ConnectOptions co;
+  co.url = server;
+  auto source = kvfold::OpenNatsBucket(co, bucket);
+  if (!source.ok()) Die(source.status().ToString());
+  auto fold = kvfold::OpenRocksFold(a.Get("fold"));
+  if (!fold.ok()) Die(fold.status().ToString());
+
+  std::vector<double> micros;
+  micros.reserve(static_cast<size_t>(total));
+  std::stop_source stop;
+  kvfold::WatchOptions wo;
+  wo.stop = stop.get_token();
+  wo.apply = [&](const kvfold::Change& ch) {
+    if (ch.value.size() >= 8 && ch.key.starts_with("lat")) {
+      int64_t sent = 0;
+      std::memcpy(&sent, ch.value.data(), 8);
+      const int64_t now = Clock::now().time_since_epoch().count();
+      micros.push_back(static_cast<double>(now - sent) / 1000.0);
+      if (static_cast<long long>(micros.size()) >= total) stop.request_stop();
+    }
+    return kvfold::Status::OK();
+  };
+  kvfold::Status result;
+  std::thread watcher([&] { result = kvfold::Watch(**source, **fold, wo); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // consumer in place
+
+  Conn c(server, /*async_publish=*/true);
+  char subject[256];
+  const auto start = Clock::now();
+  for (long long i = 0; i < total; ++i) {
+    std::this_thread::sleep_until(start + std::chrono::nanoseconds(i * 1000000000LL / rate));
+    std::snprintf(subject, sizeof subject, "$KV.%s.lat%06lld", bucket.c_str(), i % 1000);
+    const int64_t now = Clock::now().time_since_epoch().count();
+    char value[16] = {};
+    std::memcpy(value, &now, 8);
+    Check(js_PublishAsync(c.js, subject, value, sizeof value, nullptr), "publish");
+  }
+  watcher.join();
+  if (!result.ok()) Die(result.ToString());
+  std::sort(micros.begin(), micros.end());
+  auto pct = [&](double p) {
+    return micros[std::min(micros.size() - 1, static_cast<size_t>(p * micros.size()))];
+  };
+  std::printf("latency rate=%lld n=%zu p50_us=%.0f p99_us=%.0f\n", rate, micros.size(),
+              pct(0.50), pct(0.99));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|latency --flag value ...");
+  Args a;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::strncmp(argv[i], "--", 2) != 0) Die(std::string("bad flag ") + argv[i]);
+    a.kv[argv[i] + 2] = argv[i + 1];
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "load") return Load(a);
+  if (cmd == "raw") return Raw(a);
+  if (cmd == "naive") return Naive(a);
+  if (cmd == "scan-zstd") return ScanZstd(a);
+  if (cmd == "latency") return Latency(a);
+  Die("unknown command " + cmd);
+}
