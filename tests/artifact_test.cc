@@ -14,6 +14,7 @@
 #include <thread>
 #include <tuple>
 
+#include "artifact.pb.h"
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
@@ -109,6 +110,34 @@ class ArtifactTest : public ::testing::Test {
   std::unique_ptr<Transport> to_;
   std::unique_ptr<Fold> source_;
 };
+
+// Records are written by hand; they must be exactly the protobuf encoding
+// (length-prefixed ChunkRecord) any reader of the format expects.
+TEST(ChunkRecordTest, HandWrittenRecordsAreTheProtobufEncoding) {
+  const std::string long_value(300, 'x');  // two-byte length varints
+  const std::string long_key(200, 'k');
+  for (auto [key, rev, value] : std::vector<std::tuple<std::string, uint64_t, std::string>>{
+           {"a", 1, "v"}, {"a.b", 0, ""}, {long_key, 1ull << 40, long_value}, {"t", 127, ""},
+           {"u", 128, std::string(1, '\0')}}) {
+    std::string mine;
+    artifact::AppendRecord(&mine, key, rev, value);
+    EXPECT_EQ(mine.size(), artifact::RecordBytes(key, rev, value));
+    wire::ChunkRecord r;
+    r.set_key(key);
+    r.set_revision(rev);
+    r.set_value(value);
+    const std::string body = r.SerializeAsString();
+    std::string expected;
+    uint64_t n = body.size();
+    while (n >= 0x80) {
+      expected.push_back(static_cast<char>((n & 0x7f) | 0x80));
+      n >>= 7;
+    }
+    expected.push_back(static_cast<char>(n));
+    expected += body;
+    EXPECT_EQ(mine, expected) << key.substr(0, 8) << " " << rev;
+  }
+}
 
 TEST_F(ArtifactTest, RoundTripIsIdentical) {
   ArtifactManifest m = Export();

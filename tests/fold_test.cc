@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 
 #include "kvfold/fold.h"
+#include "store/record_codec.h"
 #include "test_dir.h"
 
 namespace kvfold {
@@ -143,11 +144,65 @@ TEST_P(FoldContractTest, ClearEntriesReplacesEverythingInOneCommit) {
   EXPECT_EQ(m->seeding, "new");
 }
 
+// max_revision bounds every entry's revision, tombstones included, and
+// never falls except by a clear: a watcher skips reads above it.
+TEST_P(FoldContractTest, MaxRevisionBoundsEveryEntry) {
+  EXPECT_EQ(fold_->ReadMeta()->max_revision, 0u);
+  FoldCommit c1;
+  c1.entries["a"] = Entry{3, false, "v"};
+  c1.entries["b"] = Entry{9, true, ""};
+  c1.cursor = 4;  // a repair may write above the cursor
+  ASSERT_TRUE(fold_->Commit(c1).ok());
+  EXPECT_EQ(fold_->ReadMeta()->max_revision, 9u);
+  FoldCommit c2;
+  c2.entries["a"] = Entry{5, false, "w"};
+  c2.cursor = 5;
+  ASSERT_TRUE(fold_->Commit(c2).ok());
+  EXPECT_EQ(fold_->ReadMeta()->max_revision, 9u);
+  FoldCommit c3;
+  c3.clear_entries = true;
+  c3.entries["c"] = Entry{2, false, "x"};
+  ASSERT_TRUE(fold_->Commit(c3).ok());
+  EXPECT_EQ(fold_->ReadMeta()->max_revision, 2u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
                          ::testing::Values(Backend::kMemory, Backend::kRocks),
                          [](const auto& info) {
                            return info.param == Backend::kMemory ? "Memory" : "Rocks";
                          });
+
+// A fold an older kvfold wrote has no max_revision: its writer records it
+// from one scan on open; a reader calls it unknown.
+TEST(RocksFoldTest, MaxRevisionIsRecordedForAFoldWithoutIt) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    FoldCommit c;
+    c.entries["k"] = Entry{7, false, "v"};
+    c.entries["t"] = Entry{11, true, ""};
+    c.cursor = 11;
+    ASSERT_TRUE((*f)->Commit(c).ok());
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision")).ok());
+  }
+  {
+    FoldOptions ro;
+    ro.read_only = true;
+    auto reader = OpenRocksFold(path, ro);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_EQ((*reader)->ReadMeta()->max_revision, UINT64_MAX);
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)->ReadMeta()->max_revision, 11u);
+}
 
 TEST(RocksFoldTest, CommitsSurviveReopen) {
   TestDir dir;

@@ -76,5 +76,30 @@ TEST(PendingBatchTest, CommitCarriesEntriesCursorAndMeta) {
   EXPECT_EQ(b.ToCommit().entries.size(), 1u);
 }
 
+// A batch handed to the committer whose commit failed goes back under what
+// arrived since: the newer pending entries and fields win, nothing is lost.
+TEST(PendingBatchTest, AFailedReleasedBatchGoesBackUnderTheNewerOne) {
+  PendingBatch b;
+  b.Put("a", Entry{1, false, "old"});
+  b.Put("b", Entry{2, false, "kept"});
+  b.AdvanceTo(2);
+  b.meta().bucket = "bk";
+  FoldCommit handed = b.Release();
+  EXPECT_EQ(handed.entries.size(), 2u);
+  EXPECT_EQ(b.changes(), 0u);
+  EXPECT_EQ(b.cursor(), 2u);
+  EXPECT_FALSE(b.HasWork(2));
+  b.Put("a", Entry{3, true, ""});
+  b.AdvanceTo(3);
+  b.meta().stream_created = "t";
+  b.TakeBack(std::move(handed));
+  const FoldCommit& c = b.ToCommit();
+  EXPECT_EQ(c.entries.at("a"), (Entry{3, true, ""}));
+  EXPECT_EQ(c.entries.at("b"), (Entry{2, false, "kept"}));
+  EXPECT_EQ(c.cursor, 3u);
+  EXPECT_EQ(c.bucket, "bk");
+  EXPECT_EQ(c.stream_created, "t");
+}
+
 }  // namespace
 }  // namespace kvfold::core

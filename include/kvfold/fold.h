@@ -58,6 +58,11 @@ struct FoldMeta {
   // One line on the last repair (policy, outcome, numbers, UTC time), for
   // `kvfold status`. "" when none ran.
   std::string last_repair;
+  // An upper bound on every entry's revision: the highest revision a commit
+  // has written (a clear resets it). A writer folding a message above it
+  // knows without a read that nothing stored is newer. UINT64_MAX when
+  // unknown (a fold an older kvfold wrote, opened read-only).
+  uint64_t max_revision = 0;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };

@@ -75,6 +75,14 @@ struct WatchOptions {
   // Default: 50 ms.
   std::chrono::milliseconds linger{50};
 
+  // Write each batch on a thread of its own while the next batch is
+  // received and folded (one batch in flight; the cursor still moves only
+  // after its commit succeeded). Under a backlog the batch being filled
+  // may grow to 8 x batch_size while one is written. false: commit on the
+  // calling thread, with batch boundaries that depend only on the input
+  // (deterministic simulation). Default: true.
+  bool commit_in_background = true;
+
   // Called for each change, in stream order, before the batch holding it
   // commits. A non-OK return stops the watch with that status after
   // committing the changes before it. Default: none.

@@ -31,20 +31,43 @@ uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view v
   return VarintBytes(body) + body;
 }
 
+namespace {
+
+void AppendVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+}  // namespace
+
+// The ChunkRecord's proto3 wire bytes, written directly (the same bytes
+// SerializeAsString gives, without copying key and value into a message
+// first; the golden artifacts pin them).
 void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
                   std::string_view value) {
-  ::kvfold::wire::ChunkRecord r;
-  r.set_key(std::string(key));
-  r.set_revision(revision);
-  r.set_value(std::string(value));
-  const std::string bytes = r.SerializeAsString();
-  uint64_t n = bytes.size();
-  while (n >= 0x80) {
-    raw->push_back(static_cast<char>((n & 0x7f) | 0x80));
-    n >>= 7;
+  const uint64_t total = RecordBytes(key, revision, value);
+  raw->reserve(raw->size() + total);
+  const uint64_t body = (key.empty() ? 0 : 1 + VarintBytes(key.size()) + key.size()) +
+                        (revision == 0 ? 0 : 1 + VarintBytes(revision)) +
+                        (value.empty() ? 0 : 1 + VarintBytes(value.size()) + value.size());
+  AppendVarint(raw, body);
+  if (!key.empty()) {
+    raw->push_back('\x0a');  // field 1, length-delimited
+    AppendVarint(raw, key.size());
+    raw->append(key);
   }
-  raw->push_back(static_cast<char>(n));
-  raw->append(bytes);
+  if (revision != 0) {
+    raw->push_back('\x10');  // field 2, varint
+    AppendVarint(raw, revision);
+  }
+  if (!value.empty()) {
+    raw->push_back('\x1a');  // field 3, length-delimited
+    AppendVarint(raw, value.size());
+    raw->append(value);
+  }
 }
 
 Status ForEachRecord(std::string_view raw, const std::string& what,

@@ -29,6 +29,8 @@ constexpr const char* kKnown[] = {
     "restore-cursor-every-chunk", // restore: the cursor moves before the final commit
     "fold-cursor-backward",       // stores: the cursor may move backward
     "fold-message-ignore-revision",  // core: an older message overwrites a newer entry
+    "apply-skip-read",            // watcher: folds without reading at or below max_revision
+    "fold-max-revision-stale",    // stores: a commit does not raise max_revision
     "seed-skip-verify-pass",      // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",   // seed: cursor set before the final commit
     "pointer-any-direction",      // pointer rule: the pointer may move backward

@@ -37,29 +37,44 @@ class PendingBatch {
   // Moves the cursor to `seq` if that is forward.
   void AdvanceTo(uint64_t seq);
 
-  // Metadata (bucket, scope, stream identity) to write with the next commit.
-  // Its entries and cursor fields are ignored.
-  FoldCommit& meta() { return meta_; }
+  // Metadata (bucket, scope, stream identity) to write with the next
+  // commit. Set only metadata fields: entries and cursor belong to Put and
+  // AdvanceTo.
+  FoldCommit& meta() { return commit_; }
 
-  size_t changes() const { return entries_.size(); }
-  std::optional<uint64_t> cursor() const { return cursor_; }
+  size_t changes() const { return commit_.entries.size(); }
+  std::optional<uint64_t> cursor() const { return commit_.cursor; }
 
   // True when a commit would change the fold given its `committed` cursor.
   bool HasWork(std::optional<uint64_t> committed) const;
 
-  // The commit for everything pending.
-  FoldCommit ToCommit() const;
+  // The commit for everything pending; held, not copied, so a failed
+  // commit retries the same batch.
+  const FoldCommit& ToCommit() const { return commit_; }
 
-  // After a successful commit.
+  // After a successful commit. The cursor stays: later commits carry it on.
   void Clear() {
-    entries_.clear();
-    meta_ = FoldCommit();
+    const auto cursor = commit_.cursor;
+    commit_ = FoldCommit();
+    commit_.cursor = cursor;
   }
 
+  // Hands the commit over (to be written while more arrives), leaving an
+  // empty batch that keeps the cursor.
+  FoldCommit Release() {
+    FoldCommit out = std::move(commit_);
+    Clear();
+    commit_.cursor = out.cursor;
+    return out;
+  }
+
+  // Puts a released batch whose commit failed back under what is pending:
+  // everything pending is newer, so a key or metadata field set in both
+  // keeps the pending one, and the cursor the higher.
+  void TakeBack(FoldCommit older);
+
  private:
-  std::map<std::string, Entry> entries_;
-  FoldCommit meta_;
-  std::optional<uint64_t> cursor_;
+  FoldCommit commit_;
 };
 
 }  // namespace kvfold::core

@@ -117,7 +117,18 @@ void OrderedDelivery::DeleteConsumer() {
   consumer_.clear();
 }
 
+void OrderedDelivery::Spend(natsMsg* msg) {
+  spent_.push_back(msg);
+  if (spent_.size() >= 128) DestroySpent();
+}
+
+void OrderedDelivery::DestroySpent() {
+  for (natsMsg* m : spent_) natsMsg_Destroy(m);
+  spent_.clear();
+}
+
 OrderedDelivery::~OrderedDelivery() {
+  DestroySpent();
   if (sub_ != nullptr) {
     natsSubscription_Unsubscribe(sub_);
     conn_->TakeSlowConsumer(sub_);
@@ -147,6 +158,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     natsMsg* msg = nullptr;
     natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
     if (s == NATS_TIMEOUT) {
+      DestroySpent();  // idle: nothing to batch with
       // Judged only when nothing is queued: what waited in the client's
       // queue while a slow hook or commit held the caller arrived in time,
       // so only silence after the queue is drained counts against the server.
@@ -163,7 +175,13 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       return Reset("reading the delivery failed: " + NatsError(s));
     }
     last_heard_ = Clock::now();
-    std::unique_ptr<natsMsg, void (*)(natsMsg*)> owned(msg, natsMsg_Destroy);
+    // Destroyed (in a batch) after this call returns: the event copies
+    // what it needs.
+    struct Spender {
+      OrderedDelivery* d;
+      natsMsg* m;
+      ~Spender() { d->Spend(m); }
+    } owned{this, msg};
     const std::string status = Header(msg, "Status");
     if (!status.empty() && natsMsg_GetDataLength(msg) == 0 && status == "100") {
       const char* reply = natsMsg_GetReply(msg);

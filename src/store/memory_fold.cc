@@ -1,6 +1,7 @@
 // A fold in memory: same contract as the RocksDB one, for tests and
 // simulation.
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -77,13 +78,16 @@ class MemoryFold final : public Fold {
     }
     if (commit.clear_entries) {
       entries_.clear();
-      meta_.live_keys = meta_.entries = 0;
+      meta_.live_keys = meta_.entries = meta_.max_revision = 0;
     }
     for (const auto& [key, entry] : commit.entries) {
       auto it = entries_.find(key);
       store::CountReplacement(it == entries_.end() ? nullptr : &it->second,
                               entry, &meta_);
       entries_[key] = entry;
+      if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
+        meta_.max_revision = std::max(meta_.max_revision, entry.revision);
+      }
     }
     if (commit.cursor) meta_.cursor = commit.cursor;
     if (commit.bucket) meta_.bucket = *commit.bucket;

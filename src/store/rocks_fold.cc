@@ -1,11 +1,15 @@
 // The RocksDB fold backend. Layout: docs/fold-format.md.
 
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "kvfold/fold.h"
 #include "core/mutation.h"
@@ -27,6 +31,7 @@ constexpr std::string_view kEntriesName = "entries";
 constexpr std::string_view kSeedingName = "seeding";
 constexpr std::string_view kEvictionName = "eviction_observed";
 constexpr std::string_view kLastRepairName = "last_repair";
+constexpr std::string_view kMaxRevisionName = "max_revision";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -132,14 +137,40 @@ class RocksFold final : public Fold {
       const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
       auto s = batch.DeleteRange(begin, end);
       if (!s.ok()) return FromRocks(s, "clearing fold " + path_);
-      meta.live_keys = meta.entries = 0;
+      meta.live_keys = meta.entries = meta.max_revision = 0;
     }
-    for (const auto& [key, entry] : commit.entries) {
-      Entry before;
-      Status got = commit.clear_entries ? Status::NotFound(key) : Get(key, &before);
-      if (!got.ok() && !got.IsNotFound()) return got;
-      store::CountReplacement(got.ok() ? &before : nullptr, entry, &meta);
-      batch.Put(store::EntryStoreKey(key), store::EncodeEntry(entry));
+    if (!commit.entries.empty()) {
+      // The key counts need each key's entry before: one batched read
+      // (keys come sorted), where bloom filters answer for new keys.
+      std::vector<std::string> store_keys;
+      store_keys.reserve(commit.entries.size());
+      for (const auto& kv : commit.entries) store_keys.push_back(store::EntryStoreKey(kv.first));
+      std::vector<rocksdb::Slice> slices(store_keys.begin(), store_keys.end());
+      std::vector<rocksdb::PinnableSlice> before(store_keys.size());
+      std::vector<rocksdb::Status> got(store_keys.size());
+      if (!commit.clear_entries) {
+        db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), slices.size(),
+                      slices.data(), before.data(), got.data(), /*sorted_input=*/true);
+      }
+      size_t i = 0;
+      Entry previous;
+      for (const auto& [key, entry] : commit.entries) {
+        const rocksdb::Status& g = got[i];
+        const bool found = !commit.clear_entries && g.ok();
+        if (!commit.clear_entries && !g.ok() && !g.IsNotFound()) {
+          return FromRocks(g, "reading key " + key);
+        }
+        if (found) {
+          KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
+              std::string_view(before[i].data(), before[i].size()), &previous));
+        }
+        store::CountReplacement(found ? &previous : nullptr, entry, &meta);
+        if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
+          meta.max_revision = std::max(meta.max_revision, entry.revision);
+        }
+        batch.Put(slices[i], store::EncodeEntry(entry));
+        ++i;
+      }
     }
     auto put_meta = [&batch](std::string_view name, const std::string& v) {
       batch.Put(store::MetaStoreKey(name), v);
@@ -166,6 +197,7 @@ class RocksFold final : public Fold {
     if (commit.clear_entries || !commit.entries.empty()) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));
+      put_meta(kMaxRevisionName, store::EncodeU64(meta.max_revision));
     }
     rocksdb::WriteOptions wo;
     wo.sync = options_.sync;
@@ -267,6 +299,9 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     meta.eviction_observed = found;
     KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
     if (found) meta.last_repair = v;
+    KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
+    meta.max_revision = UINT64_MAX;  // unknown until a writer records it
+    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
     return meta;
 }
 
@@ -330,6 +365,30 @@ Status CheckDirectory(const std::string& path, const FoldOptions& options) {
   return Status::OK();
 }
 
+// A fold an older kvfold wrote has no max_revision: its writer records it
+// once, from one scan of the entries.
+Status RecordMaxRevision(rocksdb::DB* db, const std::string& path) {
+  std::string v;
+  auto s = db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(kMaxRevisionName), &v);
+  if (s.ok()) return Status::OK();
+  if (!s.IsNotFound()) return FromRocks(s, "opening fold " + path);
+  uint64_t max = 0;
+  const std::string tag(1, store::kEntryTag);
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  Entry entry;
+  for (it->Seek(tag); it->Valid() && it->key().starts_with(tag); it->Next()) {
+    KVFOLD_RETURN_IF_ERROR(
+        store::DecodeEntry(std::string_view(it->value().data(), it->value().size()), &entry));
+    max = std::max(max, entry.revision);
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning fold " + path);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  s = db->Put(wo, store::MetaStoreKey(kMaxRevisionName), store::EncodeU64(max));
+  if (!s.ok()) return FromRocks(s, "recording max_revision in fold " + path);
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
@@ -339,6 +398,15 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
   ro.create_if_missing = options.create_if_missing && !options.read_only;
   ro.IncreaseParallelism(2);
   ro.keep_log_file_num = 4;
+  // Whole-key bloom filters, in the memtable and in every table: most keys
+  // a watcher or a commit asks about on catch-up are new, and a filter
+  // answers "absent" without searching.
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = true;
+  ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  ro.memtable_whole_key_filtering = true;
+  ro.memtable_prefix_bloom_size_ratio = 0.02;
   rocksdb::DB* raw = nullptr;
   std::string secondary_dir;
   rocksdb::Status s;
@@ -391,8 +459,10 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
     }
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    fs_status = db->Put(wo, store::MetaStoreKey(kFormatName),
-                        std::string(kFormatValue));
+    rocksdb::WriteBatch init;
+    init.Put(store::MetaStoreKey(kFormatName), std::string(kFormatValue));
+    init.Put(store::MetaStoreKey(kMaxRevisionName), store::EncodeU64(0));
+    fs_status = db->Write(wo, &init);
     if (!fs_status.ok()) return FromRocks(fs_status, "initializing fold " + path);
   } else if (!fs_status.ok()) {
     return FromRocks(fs_status, "opening fold " + path);
@@ -401,6 +471,7 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
                               "\"; this build reads \"" +
                               std::string(kFormatValue) + "\"");
   }
+  if (!options.read_only) KVFOLD_RETURN_IF_ERROR(RecordMaxRevision(db.get(), path));
   return std::unique_ptr<Fold>(
       new RocksFold(std::move(db), path, options, std::move(secondary_dir)));
 }

@@ -22,6 +22,7 @@
 #include "core/window.h"
 #include "kvfold/retention.h"
 #include "repair/repair_drivers.h"
+#include "watch/async_committer.h"
 
 namespace kvfold {
 namespace {
@@ -43,7 +44,8 @@ class WatchLoop {
       : source_(source),
         fold_(fold),
         opt_(options),
-        clock_(options.clock != nullptr ? *options.clock : *RealClock()) {}
+        clock_(options.clock != nullptr ? *options.clock : *RealClock()),
+        committer_(fold, options.commit_in_background) {}
 
   Status Run();
 
@@ -77,11 +79,28 @@ class WatchLoop {
   void AdvanceCursor() {
     if (received_) pending_.AdvanceTo(std::min(*received_, verified_));
   }
-  // Commits what is pending unless a retry is not due yet. Returns non-OK
-  // only when max_commit_failures is reached.
+  // Hands what is pending to the committer unless a retry is not due yet,
+  // first collecting the batch in flight (once it is done, or whatever
+  // its state when `force`); with `force` it also waits for the commit.
+  // Returns non-OK only when max_commit_failures is reached.
   Status TryCommit(bool force);
-  // Commits until nothing is pending or the failure limit is reached.
+  // Waits for the batch in flight: on success the cursor moves; on failure
+  // the batch goes back under what is pending, to be retried.
+  Status Collect();
+  // Commits until nothing is pending or in flight, or the failure limit is
+  // reached.
   Status Flush();
+  // The cursor of the last batch handed to the committer, else the fold's.
+  std::optional<uint64_t> Handed() const {
+    if (committer_.in_flight() && committer_.batch().cursor) return committer_.batch().cursor;
+    return committed_;
+  }
+  bool PendingWork() const { return pending_.HasWork(Handed()); }
+  const Entry* InFlight(const std::string& key) const {
+    if (!committer_.in_flight()) return nullptr;
+    auto it = committer_.batch().entries.find(key);
+    return it == committer_.batch().entries.end() ? nullptr : &it->second;
+  }
   bool CaughtUp() const;
   void Log(const std::string& line) const {
     if (opt_.log) opt_.log(line);
@@ -121,6 +140,10 @@ class WatchLoop {
   StreamState last_state_;
   int failures_ = 0;
   bool probe_soon_ = false;
+  // The fold's max_revision as of the last Prepare or repair: the watcher's
+  // own commits stay below what it receives next.
+  uint64_t fold_max_revision_ = UINT64_MAX;
+  AsyncCommitter committer_;
 };
 
 Status WatchLoop::Prepare() {
@@ -149,6 +172,7 @@ Status WatchLoop::Prepare() {
                                       meta->seeding + "; re-run `kvfold seed` to finish it");
   }
   unanchored_ = !meta->cursor && meta->entries > 0;
+  fold_max_revision_ = meta->max_revision;
   committed_ = meta->cursor;
   received_ = meta->cursor;
   verified_ = meta->cursor.value_or(0);
@@ -182,6 +206,9 @@ Status WatchLoop::Run() {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
       Status r = Repair();
+      // A repair writes entries of its own, possibly above the cursor.
+      auto meta = fold_.ReadMeta();
+      fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         backoff = opt_.reconnect_backoff_min;
@@ -272,7 +299,15 @@ Status WatchLoop::Session(SessionEnd* end) {
 
   const bool sync = !received_ || sync_next_;
   DeliveryStart start;
-  if (!sync) start.from_seq = *received_ + 1;
+  if (!sync) {
+    start.from_seq = *received_ + 1;
+  } else if (state->history == 1) {
+    // Where each key keeps one message, everything retained *is* each key's
+    // last message: a sequential read from the first, which the server
+    // streams far faster than a last-per-subject walk. Folding it gives the
+    // same fold even if history were raised meanwhile, only more messages.
+    start.from_seq = std::max<uint64_t>(state->first_seq, 1);
+  }
   auto opened = source_.Open(start, opt_.scope);
   if (!opened.ok()) {
     if (opened.status().IsUnavailable()) {
@@ -334,7 +369,11 @@ Status WatchLoop::Session(SessionEnd* end) {
     }
     const auto now = clock_.Now();
     milliseconds timeout(200);  // bounds how long a stop request waits
-    if (pending_.HasWork(committed_)) {
+    if (committer_.in_flight()) {
+      if (committer_.finished()) KVFOLD_RETURN_IF_ERROR(Collect());
+      timeout = std::min(timeout, milliseconds(1));  // collect it promptly
+    }
+    if (PendingWork()) {
       const auto due = std::chrono::duration_cast<milliseconds>(
           oldest_pending_ + opt_.linger - now);
       timeout = std::clamp(due, milliseconds(1), timeout);
@@ -382,7 +421,7 @@ Status WatchLoop::Session(SessionEnd* end) {
         Log("delivery reset: " + ev->reason);
         return Status::OK();
     }
-    if (pending_.HasWork(committed_) &&
+    if (PendingWork() &&
         clock_.Now() - oldest_pending_ >= opt_.linger) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }
@@ -392,11 +431,19 @@ Status WatchLoop::Session(SessionEnd* end) {
 Status WatchLoop::Apply(const BucketMessage& m) {
   // A re-created delivery may repeat what already arrived.
   if (received_ && m.seq <= *received_) return Status::OK();
-  const bool was_idle = !pending_.HasWork(committed_);
+  const bool was_idle = !PendingWork();
   if (opt_.scope.Contains(m.key)) {
     std::optional<Entry> current;
-    if (const Entry* p = pending_.Find(m.key)) {
+    // Above the fold's max_revision (and so above anything pending) nothing
+    // stored can be newer: without a hook to tell the previous revision,
+    // the message folds without a read.
+    const bool must_read =
+        opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read"));
+    if (!must_read) {
+    } else if (const Entry* p = pending_.Find(m.key)) {
       current = *p;
+    } else if (const Entry* q = InFlight(m.key)) {
+      current = *q;  // being written: the fold may not show it yet
     } else {
       Entry stored;
       Status s = fold_.Get(m.key, &stored);
@@ -660,7 +707,14 @@ Status WatchLoop::Repair() {
 }
 
 Status WatchLoop::TryCommit(bool force) {
-  if (!pending_.HasWork(committed_)) return Status::OK();
+  if (committer_.in_flight()) {
+    // Keep receiving while the store writes, up to a bound on memory.
+    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size) {
+      return Status::OK();
+    }
+    KVFOLD_RETURN_IF_ERROR(Collect());
+  }
+  if (!PendingWork()) return Status::OK();
   if (!force && failures_ > 0 && clock_.Now() < retry_at_) return Status::OK();
   // Prove the frontier first, one stream read per commit at most, so the
   // cursor covers the batch: a fold's entries stay at or below its cursor
@@ -669,18 +723,24 @@ Status WatchLoop::TryCommit(bool force) {
     auto checked = CheckFloor();
     if (!checked.ok() && !checked.status().IsUnavailable()) return checked.status();
   }
-  Status s = fold_.Commit(pending_.ToCommit());
+  committer_.Start(pending_.Release());
+  if (force || !opt_.commit_in_background) return Collect();
+  return Status::OK();
+}
+
+Status WatchLoop::Collect() {
+  Status s = committer_.Wait();
   if (s.ok()) {
     if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
     failures_ = 0;
     // A commit of metadata alone (the memo, say) leaves the cursor as it was.
-    if (pending_.cursor()) committed_ = pending_.cursor();
-    pending_.Clear();
+    if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
     if (opt_.on_applied && committed_) opt_.on_applied(*committed_);
     return Status::OK();
   }
   ++failures_;
-  if (KVFOLD_MUTANT("batch-drop-on-failure")) pending_.Clear();
+  FoldCommit failed = committer_.Take();
+  if (!KVFOLD_MUTANT("batch-drop-on-failure")) pending_.TakeBack(std::move(failed));
   if (failures_ >= opt_.max_commit_failures) {
     return s.WithContext("commit failed " + std::to_string(failures_) +
                          " consecutive times; the fold keeps cursor " +
@@ -692,7 +752,7 @@ Status WatchLoop::TryCommit(bool force) {
 }
 
 Status WatchLoop::Flush() {
-  while (pending_.HasWork(committed_)) {
+  while (committer_.in_flight() || PendingWork()) {
     const int before = failures_;
     KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     if (failures_ > before) {

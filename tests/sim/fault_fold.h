@@ -4,6 +4,8 @@
 #ifndef KVFOLD_TESTS_SIM_FAULT_FOLD_H_
 #define KVFOLD_TESTS_SIM_FAULT_FOLD_H_
 
+#include <atomic>
+
 #include "kvfold/fold.h"
 
 namespace kvfold::sim {
@@ -47,8 +49,9 @@ class FaultFold final : public Fold {
   int armed_at_ = 0;
   Fault fault_ = Fault::kNone;
   bool fail_all_ = false;
-  int attempts_ = 0;
-  bool crashed_ = false;
+  // Commit runs on the watcher's committer thread while it reads.
+  std::atomic<int> attempts_{0};
+  std::atomic<bool> crashed_{false};
 };
 
 }  // namespace kvfold::sim

@@ -1,0 +1,67 @@
+#include "watch/async_committer.h"
+
+namespace kvfold {
+
+AsyncCommitter::~AsyncCommitter() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AsyncCommitter::Start(FoldCommit batch) {
+  batch_ = std::move(batch);
+  in_flight_ = true;
+  if (!background_) {
+    Status s = fold_.Commit(batch_);
+    std::lock_guard lock(mu_);
+    result_ = std::move(s);
+    done_ = true;
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    queued_ = true;
+    done_ = false;
+  }
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { Loop(); });
+  } else {
+    cv_.notify_all();
+  }
+}
+
+bool AsyncCommitter::finished() {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+Status AsyncCommitter::Wait() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return done_; });
+  in_flight_ = false;
+  return result_;
+}
+
+void AsyncCommitter::Loop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return queued_ || stop_; });
+    if (queued_) {  // a stop still lets the batch in flight finish
+      queued_ = false;
+      lock.unlock();
+      Status s = fold_.Commit(batch_);
+      lock.lock();
+      result_ = std::move(s);
+      done_ = true;
+      cv_.notify_all();
+      continue;
+    }
+    return;
+  }
+}
+
+}  // namespace kvfold
