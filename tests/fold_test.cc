@@ -166,6 +166,37 @@ TEST_P(FoldContractTest, MaxRevisionBoundsEveryEntry) {
   EXPECT_EQ(fold_->ReadMeta()->max_revision, 2u);
 }
 
+// A caller that knows each key's entry before may state the count change;
+// the store then takes it (the memory fold checks it first).
+TEST_P(FoldContractTest, StatedCountChangeIsApplied) {
+  FoldCommit c1;
+  c1.entries["a"] = Entry{1, false, "v"};
+  c1.entries["b"] = Entry{2, false, "w"};
+  c1.counts = FoldCommit::CountChange{2, 2};
+  ASSERT_TRUE(fold_->Commit(c1).ok());
+  FoldCommit c2;
+  c2.entries["a"] = Entry{3, true, ""};       // live -> tombstone
+  c2.entries["c"] = Entry{4, false, "x"};     // new
+  c2.counts = FoldCommit::CountChange{0, 1};
+  ASSERT_TRUE(fold_->Commit(c2).ok());
+  auto m = fold_->ReadMeta();
+  EXPECT_EQ(m->live_keys, 2u);
+  EXPECT_EQ(m->entries, 3u);
+  FoldCommit below;
+  below.counts = FoldCommit::CountChange{-3, 0};
+  EXPECT_EQ(fold_->Commit(below).code(), Status::Code::kInternal);
+}
+
+TEST(MemoryFoldTest, AWrongStatedCountChangeIsRefused) {
+  auto fold = NewMemoryFold();
+  FoldCommit c;
+  c.entries["a"] = Entry{1, false, "v"};
+  c.counts = FoldCommit::CountChange{1, 0};  // a new key is one more entry
+  EXPECT_EQ(fold->Commit(c).code(), Status::Code::kInternal);
+  c.counts = FoldCommit::CountChange{1, 1};
+  EXPECT_TRUE(fold->Commit(c).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
                          ::testing::Values(Backend::kMemory, Backend::kRocks),
                          [](const auto& info) {

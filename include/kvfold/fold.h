@@ -84,6 +84,16 @@ struct FoldCommit {
   // with `rebase` (a fold rebuilt against a recreated stream).
   std::optional<bool> eviction_observed;
   std::optional<std::string> last_repair;
+  // What this commit changes FoldMeta::live_keys and ::entries by (after a
+  // clear_entries), for a caller that knows every key's entry before the
+  // commit (a repair walking the fold, a seed into an empty one): the store
+  // then skips reading them. Unset: the store reads them. A wrong value
+  // corrupts the counts; the memory fold checks it and refuses a mismatch.
+  struct CountChange {
+    int64_t live_keys = 0;
+    int64_t entries = 0;
+  };
+  std::optional<CountChange> counts;
   // Lets the cursor move backward, together with a new stream_created: a
   // fold rebuilt against a recreated stream starts that stream's sequences
   // over. Default: false (a lower cursor is refused).
@@ -91,7 +101,7 @@ struct FoldCommit {
 
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !bucket && !scope && !stream_created &&
-           !seeding && !eviction_observed && !last_repair;
+           !seeding && !eviction_observed && !last_repair && !counts;
   }
 };
 
@@ -150,6 +160,13 @@ struct FoldOptions {
   // (not a process crash) may lose the newest commits, never tear one.
   // Default: true.
   bool sync = true;
+
+  // RocksDB memtable size. A writer holds up to two memtables, and a
+  // restart after a crash replays up to that much from the write-ahead log;
+  // larger ones make a long catch-up a little faster (64 MiB: about 4%
+  // faster than the default, with about 25 MB more resident memory).
+  // Default: 16 MiB.
+  size_t memtable_bytes = size_t{16} << 20;
 
   // Create the fold directory when it does not exist. Default: true.
   bool create_if_missing = true;

@@ -89,6 +89,12 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
           return Status::OK();
         },
         &stored);
+    // Artifact keys are distinct and live: into an empty (or just
+    // cleared) fold each is one more live entry, no read needed.
+    if (untouched || discard) {
+      const auto n = static_cast<int64_t>(commit.entries.size());
+      commit.counts = FoldCommit::CountChange{n, n};
+    }
     if (!read.ok()) {
       // Verified a moment ago: the artifact changed under the seed (most
       // likely pruned), and the fold keeps the chunks applied so far.

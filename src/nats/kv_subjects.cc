@@ -1,6 +1,7 @@
 #include "nats/kv_subjects.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace kvfold::nats {
@@ -15,11 +16,14 @@ std::string SubjectPrefix(std::string_view bucket) {
 
 std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
                                              std::string_view subject) {
-  const std::string prefix = SubjectPrefix(bucket);
-  if (!subject.starts_with(prefix) || subject.size() == prefix.size()) {
+  // "$KV." bucket "." key, checked in place (once per delivered message).
+  constexpr std::string_view kKv = "$KV.";
+  const size_t prefix = kKv.size() + bucket.size() + 1;
+  if (subject.size() <= prefix || !subject.starts_with(kKv) ||
+      subject.substr(kKv.size(), bucket.size()) != bucket || subject[prefix - 1] != '.') {
     return std::nullopt;
   }
-  return subject.substr(prefix.size());
+  return subject.substr(prefix);
 }
 
 std::vector<std::string> ScopeFilters(std::string_view bucket,
@@ -62,25 +66,30 @@ std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view ma
 }
 
 std::optional<AckReply> ParseAckReply(std::string_view reply) {
-  std::vector<std::string_view> tokens;
+  // Parsed once per delivered message: tokens stay views, on the stack
+  // (only the first 11 are ever read; the count keeps going).
+  std::array<std::string_view, 12> tokens;
+  size_t count = 0;
   size_t start = 0;
   while (true) {
     size_t dot = reply.find('.', start);
-    tokens.push_back(reply.substr(start, dot == std::string_view::npos
-                                             ? std::string_view::npos
-                                             : dot - start));
+    if (count < tokens.size()) {
+      tokens[count] = reply.substr(
+          start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    }
+    ++count;
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
-  if (tokens.size() < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") {
+  if (count < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") {
     return std::nullopt;
   }
   // v1: $JS.ACK.stream.consumer.delivered.sseq.cseq.ts.pending (9 tokens)
   // v2: $JS.ACK.domain.acchash.stream.consumer.delivered.sseq.cseq.ts.pending.token
   size_t base = 0;
-  if (tokens.size() == 9) {
+  if (count == 9) {
     base = 2;
-  } else if (tokens.size() >= 11) {
+  } else if (count >= 11) {
     base = 4;
   } else {
     return std::nullopt;

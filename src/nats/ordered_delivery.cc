@@ -146,15 +146,18 @@ DeliveryEvent OrderedDelivery::Reset(std::string reason) {
 
 StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  while (true) {
+  auto left = timeout;
+  for (bool first = true;; first = false) {
+    // The clock is read again only after a timeout or a status message.
+    if (!first) {
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    }
     if (conn_->generation() != generation_) {
       return Reset("the connection to the server was lost or re-established");
     }
     if (conn_->TakeSlowConsumer(sub_)) {
       return Reset("the client dropped messages (slow consumer)");
     }
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     natsMsg* msg = nullptr;
     natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
     if (s == NATS_TIMEOUT) {
@@ -162,10 +165,11 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       // Judged only when nothing is queued: what waited in the client's
       // queue while a slow hook or commit held the caller arrived in time,
       // so only silence after the queue is drained counts against the server.
-      if (Clock::now() - last_heard_ > 3 * config_.heartbeat) {
+      const auto now = Clock::now();
+      if (now - last_heard_ > 3 * config_.heartbeat) {
         return Reset("no message or heartbeat for three heartbeat intervals");
       }
-      if (Clock::now() >= deadline) return DeliveryEvent{};
+      if (now >= deadline) return DeliveryEvent{};
       continue;
     }
     if (s == NATS_SLOW_CONSUMER) {

@@ -19,13 +19,29 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
     KVFOLD_RETURN_IF_ERROR(opt_.apply(c));
   }
   if (hook) ++(next.deleted ? deletes_ : puts_);
-  pending_.entries[key] = next;
+  const bool first = pending_.entries.insert_or_assign(key, next).second;
+  if (!first) counts_known_ = false;
+  if (!previous) ++counts_.entries;
+  const bool was_live = previous && !previous->deleted;
+  if (was_live && next.deleted) --counts_.live_keys;
+  if (!was_live && !next.deleted) ++counts_.live_keys;
   if (pending_.entries.size() >= opt_.batch_size) return Flush();
   return Status::OK();
 }
 
+void ChangeWriter::TakeCounts(FoldCommit* commit) {
+  // The fold was read by the walker this repair writes behind: the store
+  // need not read each key again for its counts.
+  if (counts_known_ && !commit->clear_entries) {
+    commit->counts = counts_;
+  }
+  counts_ = FoldCommit::CountChange();
+  counts_known_ = true;
+}
+
 Status ChangeWriter::Flush() {
   if (pending_.entries.empty()) return Status::OK();
+  TakeCounts(&pending_);
   KVFOLD_RETURN_IF_ERROR(CommitWithRetry(pending_));
   pending_ = FoldCommit();
   return Status::OK();
@@ -34,13 +50,18 @@ Status ChangeWriter::Flush() {
 Status ChangeWriter::Finish(FoldCommit final_meta) {
   final_meta.entries = std::move(pending_.entries);
   pending_ = FoldCommit();
+  TakeCounts(&final_meta);
   return CommitWithRetry(final_meta);
 }
 
-Status ChangeWriter::CommitWithRetry(const FoldCommit& commit) {
+Status ChangeWriter::CommitWithRetry(FoldCommit& commit) {
   for (int failures = 1;; ++failures) {
     Status s = fold_.Commit(commit);
     if (s.ok()) return s;
+    if (s.code() == Status::Code::kInternal) return s;  // a bug, not a passing fault
+    // A failed commit may still have been applied: a count change would
+    // then count twice, so the retry lets the store read the keys.
+    commit.counts.reset();
     if (failures >= opt_.max_commit_failures) {
       return s.WithContext("repair commit failed " + std::to_string(failures) +
                            " consecutive times");

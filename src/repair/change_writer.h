@@ -34,13 +34,20 @@ class ChangeWriter {
   uint64_t deletes() const { return deletes_; }
 
  private:
-  Status CommitWithRetry(const FoldCommit& commit);
+  Status CommitWithRetry(FoldCommit& commit);
+  // Sets the counts `commit` (holding pending_'s entries) changes, when
+  // known, and starts a new batch's.
+  void TakeCounts(FoldCommit* commit);
 
   Fold& fold_;
   const WatchOptions& opt_;
   Clock& clock_;
   ChangeOrigin origin_;
   FoldCommit pending_;
+  // The batch's count change, from the `previous` entries Add was given;
+  // unknown once a key changes twice in one batch.
+  FoldCommit::CountChange counts_;
+  bool counts_known_ = true;
   uint64_t puts_ = 0;
   uint64_t deletes_ = 0;
 };

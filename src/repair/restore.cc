@@ -43,20 +43,51 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   auto before = check("before the download");
   if (!before.ok()) return before.status();
 
-  // (e) The whole artifact verifies before the fold is touched.
+  // (e) The whole artifact verifies before the fold is touched. The same
+  // pass walks the fold beside it: only a live key the artifact lacks
+  // needs the key listing (the fold does not change until this repair
+  // writes, so what this finds holds for the pass that writes).
+  bool fold_only_live = false;
   {
     std::string previous;
     uint64_t entries = 0;
+    FoldWalker walker(env.fold, req.scope);
+    Status fold_error;
+    // Fold keys before `bound` (all when nullptr) are the fold's alone.
+    auto fold_only_before = [&](const std::string_view* bound) -> Status {
+      while (!fold_only_live) {
+        auto f = walker.Peek();
+        if (!f.ok()) return fold_error = f.status();
+        if (*f == nullptr) return Status::OK();
+        if (bound != nullptr && (*f)->first >= *bound) {
+          if ((*f)->first == *bound) walker.Pop();
+          return Status::OK();
+        }
+        if (!(*f)->second.deleted) fold_only_live = true;
+        walker.Pop();
+      }
+      return Status::OK();
+    };
     for (size_t i = 0; i < m.chunks.size(); ++i) {
-      KVFOLD_RETURN_IF_ERROR(artifacts.ReadChunk(
-          m, i, &previous, [&entries](std::string_view, uint64_t, std::string_view) {
+      Status read = artifacts.ReadChunk(
+          m, i, &previous, [&](std::string_view key, uint64_t, std::string_view) {
             ++entries;
-            return Status::OK();
-          }));
+            return fold_only_before(&key);
+          });
+      if (!fold_error.ok()) {
+        *retry = false;
+        return fold_error;
+      }
+      KVFOLD_RETURN_IF_ERROR(read);
       if (env.options.stop.stop_requested()) {
         out->stopped = true;
         return Status::OK();
       }
+    }
+    Status rest = fold_only_before(nullptr);
+    if (!rest.ok()) {
+      *retry = false;
+      return rest;
     }
     if (entries != m.entry_count) {
       return Status::Corruption("artifact " + m.artifact_id + " lists " +
@@ -72,11 +103,15 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   // artifact's cursor has been evicted, so retention is read again after it.
   ListedKeys listed(env.options.listing_memory_keys, env.options.spill_dir);
   uint64_t listing_revision = 0;
-  KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
-      req.scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
-      &listing_revision));
-  auto after_listing = check("after the key listing");
-  if (!after_listing.ok()) return after_listing.status();
+  StatusOr<StreamState> after_listing = after_download;
+  const bool list = fold_only_live;
+  if (list) {
+    KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
+        req.scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
+        &listing_revision));
+    after_listing = check("after the key listing");
+    if (!after_listing.ok()) return after_listing.status();
+  }
   out->listed = listed.size();
   // On a rebase the old stream's memo goes; the artifact's and the new
   // stream's own count.
@@ -91,6 +126,11 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
     bool live = false;
     uint64_t delete_revision = listing_revision;
     if (fold && !art && !fold->deleted) {
+      if (!list) {
+        *retry = false;
+        return Status::Internal("restore: fold key " + key +
+                                " is not in the artifact, but the verification pass found none");
+      }
       auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision);
       if (!c.ok()) return c.status();
       live = *c;

@@ -76,6 +76,21 @@ class MemoryFold final : public Fold {
           std::to_string(*meta_.cursor) + " to " +
           std::to_string(*commit.cursor));
     }
+    if (commit.counts) {
+      // Checked against what this fold would count itself, so a caller's
+      // wrong view shows in every test that uses it.
+      FoldMeta expected = meta_;
+      if (commit.clear_entries) expected.live_keys = expected.entries = 0;
+      FoldMeta claimed = expected;
+      for (const auto& [key, entry] : commit.entries) {
+        auto it = commit.clear_entries ? entries_.end() : entries_.find(key);
+        store::CountReplacement(it == entries_.end() ? nullptr : &it->second, entry, &expected);
+      }
+      KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &claimed));
+      if (claimed.live_keys != expected.live_keys || claimed.entries != expected.entries) {
+        return Status::Internal("a commit's count change does not match the fold");
+      }
+    }
     if (commit.clear_entries) {
       entries_.clear();
       meta_.live_keys = meta_.entries = meta_.max_revision = 0;

@@ -111,4 +111,17 @@ void CountReplacement(const Entry* before, const Entry& after, FoldMeta* meta) {
   if (!was_live && !after.deleted) ++meta->live_keys;
 }
 
+Status ApplyCountChange(const FoldCommit::CountChange& change, FoldMeta* meta) {
+  const auto live = static_cast<int64_t>(meta->live_keys) + change.live_keys;
+  const auto entries = static_cast<int64_t>(meta->entries) + change.entries;
+  if (live < 0 || entries < 0 || live > entries) {
+    return Status::Internal("a commit's count change (" + std::to_string(change.live_keys) +
+                            " live, " + std::to_string(change.entries) +
+                            " entries) does not fit the fold's counts");
+  }
+  meta->live_keys = static_cast<uint64_t>(live);
+  meta->entries = static_cast<uint64_t>(entries);
+  return Status::OK();
+}
+
 }  // namespace kvfold::store

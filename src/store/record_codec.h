@@ -36,6 +36,9 @@ Status DecodeStringList(std::string_view bytes, std::vector<std::string>* out);
 // Live-key and entry counters move by what replacing `before` with `after`
 // changes. `before` is null when the key was never seen.
 void CountReplacement(const Entry* before, const Entry& after, FoldMeta* meta);
+// Applies a caller's FoldCommit::counts; Internal if a count would go
+// below zero (the caller's view of the fold was wrong).
+Status ApplyCountChange(const FoldCommit::CountChange& change, FoldMeta* meta);
 
 }  // namespace kvfold::store
 

@@ -50,6 +50,14 @@ class RocksFold final : public Fold {
         secondary_dir_(std::move(secondary_dir)) {}
 
   ~RocksFold() override {
+    if (!options_.read_only) {
+      // A clean close leaves nothing to replay: the next open (a resume)
+      // costs the same whatever the fold's size. Best effort: the WAL
+      // still holds everything if this fails.
+      rocksdb::FlushOptions flush;
+      flush.wait = true;
+      (void)db_->Flush(flush);
+    }
     db_.reset();
     if (!secondary_dir_.empty()) {
       std::error_code ec;
@@ -148,23 +156,25 @@ class RocksFold final : public Fold {
       std::vector<rocksdb::Slice> slices(store_keys.begin(), store_keys.end());
       std::vector<rocksdb::PinnableSlice> before(store_keys.size());
       std::vector<rocksdb::Status> got(store_keys.size());
-      if (!commit.clear_entries) {
+      const bool read_before = !commit.clear_entries && !commit.counts;
+      if (read_before) {
         db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), slices.size(),
                       slices.data(), before.data(), got.data(), /*sorted_input=*/true);
       }
       size_t i = 0;
       Entry previous;
       for (const auto& [key, entry] : commit.entries) {
-        const rocksdb::Status& g = got[i];
-        const bool found = !commit.clear_entries && g.ok();
-        if (!commit.clear_entries && !g.ok() && !g.IsNotFound()) {
-          return FromRocks(g, "reading key " + key);
+        if (read_before) {
+          const rocksdb::Status& g = got[i];
+          if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "reading key " + key);
+          if (g.ok()) {
+            KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
+                std::string_view(before[i].data(), before[i].size()), &previous));
+          }
+          store::CountReplacement(g.ok() ? &previous : nullptr, entry, &meta);
+        } else if (!commit.counts) {
+          store::CountReplacement(nullptr, entry, &meta);  // after a clear every key is new
         }
-        if (found) {
-          KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
-              std::string_view(before[i].data(), before[i].size()), &previous));
-        }
-        store::CountReplacement(found ? &previous : nullptr, entry, &meta);
         if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
           meta.max_revision = std::max(meta.max_revision, entry.revision);
         }
@@ -172,6 +182,7 @@ class RocksFold final : public Fold {
         ++i;
       }
     }
+    if (commit.counts) KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
     auto put_meta = [&batch](std::string_view name, const std::string& v) {
       batch.Put(store::MetaStoreKey(name), v);
     };
@@ -194,7 +205,7 @@ class RocksFold final : public Fold {
       }
     }
     if (commit.last_repair) put_meta(kLastRepairName, *commit.last_repair);
-    if (commit.clear_entries || !commit.entries.empty()) {
+    if (commit.clear_entries || !commit.entries.empty() || commit.counts) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));
       put_meta(kMaxRevisionName, store::EncodeU64(meta.max_revision));
@@ -407,6 +418,10 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
   ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   ro.memtable_whole_key_filtering = true;
   ro.memtable_prefix_bloom_size_ratio = 0.02;
+  // Memtables bound the writer's memory (up to two of them) and what a
+  // restart after a crash replays from the write-ahead log.
+  ro.write_buffer_size = options.memtable_bytes;
+  ro.max_write_buffer_number = 2;
   rocksdb::DB* raw = nullptr;
   std::string secondary_dir;
   rocksdb::Status s;

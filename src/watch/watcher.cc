@@ -384,11 +384,12 @@ Status WatchLoop::Session(SessionEnd* end) {
     timeout = std::min(timeout, std::max(probe_in, milliseconds(1)));
     auto ev = delivery->Next(timeout);
     if (!ev.ok()) return ev.status();
+    const auto arrived = clock_.Now();  // one reading per event
     const bool floor_due = received_ && verified_ < *received_ &&
-                           clock_.Now() - last_floor_check_ >= opt_.floor_check;
+                           arrived - last_floor_check_ >= opt_.floor_check;
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage:
-        last_activity = clock_.Now();
+        last_activity = arrived;
         KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
         // A hint only: it makes the probe come sooner, it proves nothing.
         if (ev->message.pending == 0) probe_soon_ = true;
@@ -421,8 +422,7 @@ Status WatchLoop::Session(SessionEnd* end) {
         Log("delivery reset: " + ev->reason);
         return Status::OK();
     }
-    if (PendingWork() &&
-        clock_.Now() - oldest_pending_ >= opt_.linger) {
+    if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }
   }
