@@ -64,7 +64,10 @@ struct Conn {
     natsOptions_Destroy(o);
     jsOptions jo;
     jsOptions_Init(&jo);
-    if (async_publish) jo.PublishAsync.MaxPending = 4096;
+    if (async_publish) {
+      jo.PublishAsync.MaxPending = 4096;
+      jo.PublishAsync.StallWait = 60000;  // a server busy removing old revisions stalls
+    }
     Check(natsConnection_JetStream(&js, nc, &jo), "jetstream");
   }
   ~Conn() {

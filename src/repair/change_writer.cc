@@ -25,7 +25,7 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
   const bool was_live = previous && !previous->deleted;
   if (was_live && next.deleted) --counts_.live_keys;
   if (!was_live && !next.deleted) ++counts_.live_keys;
-  if (pending_.entries.size() >= opt_.batch_size) return Flush();
+  if (pending_.entries.size() >= batch_limit_) return Flush();
   return Status::OK();
 }
 

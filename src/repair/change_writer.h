@@ -18,8 +18,15 @@ namespace kvfold::repair {
 
 class ChangeWriter {
  public:
-  ChangeWriter(Fold& fold, const WatchOptions& options, Clock& clock, ChangeOrigin origin)
-      : fold_(fold), opt_(options), clock_(clock), origin_(origin) {}
+  // Commits every `batch_limit` changes (batch_size when 0); a caller may
+  // Flush sooner, e.g. at each artifact chunk.
+  ChangeWriter(Fold& fold, const WatchOptions& options, Clock& clock, ChangeOrigin origin,
+               size_t batch_limit = 0)
+      : fold_(fold),
+        opt_(options),
+        clock_(clock),
+        origin_(origin),
+        batch_limit_(batch_limit == 0 ? options.batch_size : batch_limit) {}
 
   // Records `next` for `key` (whose fold entry was `previous`), calling the
   // hook first when `hook`; commits when the batch is full.
@@ -43,6 +50,7 @@ class ChangeWriter {
   const WatchOptions& opt_;
   Clock& clock_;
   ChangeOrigin origin_;
+  size_t batch_limit_;
   FoldCommit pending_;
   // The batch's count change, from the `previous` entries Add was given;
   // unknown once a key changes twice in one batch.

@@ -119,7 +119,10 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
                        ClassifyRetention(*after_listing, false).has_evicted;
 
   // From here on the fold changes: only its own faults are final.
-  ChangeWriter writer(env.fold, env.options, env.clock, ChangeOrigin::kRestore);
+  // One commit per artifact chunk (chunks bound its size): a restore of a
+  // million keys is a few dozen fsyncs, not a thousand.
+  ChangeWriter writer(env.fold, env.options, env.clock, ChangeOrigin::kRestore,
+                      std::max<size_t>(env.options.batch_size, size_t{1} << 16));
   FoldWalker walker(env.fold, req.scope);
   auto apply = [&](const std::string& key, const std::optional<Entry>& fold,
                    const std::optional<Entry>& art) -> Status {
@@ -184,11 +187,13 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
       }
       KVFOLD_RETURN_IF_ERROR(apply(key, fold, art));
     }
+    if (Status flushed = writer.Flush(); !flushed.ok()) {
+      *retry = false;  // the store's fault, not the artifact's
+      return flushed;
+    }
     // Shutdown is observed between chunks; what was committed stays under
     // the old cursor and a later run finishes the restore.
     if (env.options.stop.stop_requested()) {
-      *retry = false;
-      KVFOLD_RETURN_IF_ERROR(writer.Flush());
       out->stopped = true;
       return Status::OK();
     }
