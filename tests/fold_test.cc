@@ -46,7 +46,9 @@ class FoldContractTest : public ::testing::TestWithParam<Backend> {
 TEST_P(FoldContractTest, EmptyFoldHasNoMeta) {
   auto m = fold_->ReadMeta();
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(*m, FoldMeta{});
+  FoldMeta empty;
+  empty.max_revision = 0;  // known: nothing stored
+  EXPECT_EQ(*m, empty);
   Entry e;
   EXPECT_TRUE(fold_->Get("a", &e).IsNotFound());
 }
@@ -203,9 +205,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
                            return info.param == Backend::kMemory ? "Memory" : "Rocks";
                          });
 
-// A fold an older kvfold wrote has no max_revision: its writer records it
-// from one scan on open; a reader calls it unknown.
-TEST(RocksFoldTest, MaxRevisionIsRecordedForAFoldWithoutIt) {
+// A format-1 fold (an older kvfold's: no max_revision) is read as it is,
+// with max_revision unknown, and upgraded by its next writer from one scan.
+TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
   {
@@ -217,11 +219,20 @@ TEST(RocksFoldTest, MaxRevisionIsRecordedForAFoldWithoutIt) {
     c.cursor = 11;
     ASSERT_TRUE((*f)->Commit(c).ok());
   }
+  auto read_raw = [&](const std::string& name) {
+    rocksdb::DB* raw = nullptr;
+    EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    std::string v;
+    return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(name), &v).ok() ? v : "<none>";
+  };
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
   {
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
     ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision")).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-1").ok());
   }
   {
     FoldOptions ro;
@@ -229,10 +240,15 @@ TEST(RocksFoldTest, MaxRevisionIsRecordedForAFoldWithoutIt) {
     auto reader = OpenRocksFold(path, ro);
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     EXPECT_EQ((*reader)->ReadMeta()->max_revision, UINT64_MAX);
+    EXPECT_EQ((*reader)->ReadMeta()->cursor, 11u);
   }
-  auto f = OpenRocksFold(path);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  EXPECT_EQ((*f)->ReadMeta()->max_revision, 11u);
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-1");  // a reader changes nothing
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ((*f)->ReadMeta()->max_revision, 11u);
+  }
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
 }
 
 TEST(RocksFoldTest, CommitsSurviveReopen) {

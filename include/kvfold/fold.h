@@ -61,8 +61,9 @@ struct FoldMeta {
   // An upper bound on every entry's revision: the highest revision a commit
   // has written (a clear resets it). A writer folding a message above it
   // knows without a read that nothing stored is newer. UINT64_MAX when
-  // unknown (a fold an older kvfold wrote, opened read-only).
-  uint64_t max_revision = 0;
+  // unknown (the default, so a Fold implementation that does not keep it
+  // is never trusted; a format-1 fold opened read-only).
+  uint64_t max_revision = UINT64_MAX;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };

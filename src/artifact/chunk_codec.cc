@@ -70,9 +70,71 @@ void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
   }
 }
 
+namespace {
+
+bool ReadVarint(std::string_view in, size_t* pos, uint64_t* out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (*pos >= in.size()) return false;
+    const auto b = static_cast<uint8_t>(in[(*pos)++]);
+    v |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;  // more than ten bytes
+}
+
+}  // namespace
+
+// One ChunkRecord's proto3 wire bytes, read in place (key and value are
+// views into `body`): what ParseFromArray gives for every record a writer
+// makes, with the last occurrence of a field winning and unknown fields (or
+// known ones with another wire type) skipped. Groups are refused.
+bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* revision,
+                      std::string_view* value) {
+  *key = {};
+  *revision = 0;
+  *value = {};
+  size_t pos = 0;
+  while (pos < body.size()) {
+    uint64_t tag = 0;
+    if (!ReadVarint(body, &pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return false;
+    const uint64_t field = tag >> 3;
+    switch (tag & 7) {
+      case 0: {
+        uint64_t v = 0;
+        if (!ReadVarint(body, &pos, &v)) return false;
+        if (field == 2) *revision = v;
+        break;
+      }
+      case 2: {
+        uint64_t len = 0;
+        if (!ReadVarint(body, &pos, &len) || len > body.size() - pos) return false;
+        const std::string_view bytes = body.substr(pos, len);
+        pos += len;
+        if (field == 1) *key = bytes;
+        if (field == 3) *value = bytes;
+        break;
+      }
+      case 1:
+        if (body.size() - pos < 8) return false;
+        pos += 8;
+        break;
+      case 5:
+        if (body.size() - pos < 4) return false;
+        pos += 4;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
 Status ForEachRecord(std::string_view raw, const std::string& what,
                      const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) {
-  ::kvfold::wire::ChunkRecord r;
   uint64_t index = 0;
   while (!raw.empty()) {
     uint64_t n = 0;
@@ -91,10 +153,12 @@ Status ForEachRecord(std::string_view raw, const std::string& what,
     if (raw.size() - used < n) {
       return Status::Corruption(what + ": record " + std::to_string(index) + " is cut short");
     }
-    if (!r.ParseFromArray(raw.data() + used, static_cast<int>(n))) {
+    std::string_view key, value;
+    uint64_t revision = 0;
+    if (!ParseChunkRecord(raw.substr(used, n), &key, &revision, &value)) {
       return Status::Corruption(what + ": record " + std::to_string(index) + " does not decode");
     }
-    KVFOLD_RETURN_IF_ERROR(fn(r.key(), r.revision(), r.value()));
+    KVFOLD_RETURN_IF_ERROR(fn(key, revision, value));
     raw.remove_prefix(used + n);
     ++index;
   }

@@ -33,6 +33,11 @@ void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
 
 // Calls fn for each record of `raw` in order. Corruption when a record is
 // cut short or does not decode.
+// Reads one ChunkRecord body (no length prefix) in place: key and value
+// are views into `body`. False when the bytes do not decode.
+bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* revision,
+                      std::string_view* value);
+
 Status ForEachRecord(std::string_view raw, const std::string& what,
                      const std::function<Status(std::string_view key, uint64_t revision,
                                                 std::string_view value)>& fn);

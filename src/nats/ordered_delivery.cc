@@ -119,12 +119,14 @@ void OrderedDelivery::DeleteConsumer() {
 
 void OrderedDelivery::Spend(natsMsg* msg) {
   spent_.push_back(msg);
-  if (spent_.size() >= 128) DestroySpent();
+  spent_bytes_ += static_cast<size_t>(natsMsg_GetDataLength(msg));
+  if (spent_.size() >= 128 || spent_bytes_ >= (size_t{1} << 20)) DestroySpent();
 }
 
 void OrderedDelivery::DestroySpent() {
   for (natsMsg* m : spent_) natsMsg_Destroy(m);
   spent_.clear();
+  spent_bytes_ = 0;
 }
 
 OrderedDelivery::~OrderedDelivery() {

@@ -48,7 +48,8 @@ class OrderedDelivery final : public Delivery {
   void DeleteConsumer();
   // nats.c hands every destroyed message to its GC thread, waking it each
   // time it sleeps: a wake-up per message costs more than the message.
-  // Spent messages are destroyed in batches, which wakes it about once.
+  // Spent messages are destroyed in batches (128 messages or 1 MiB of
+  // payload), which wakes it about once.
   void Spend(natsMsg* msg);
   void DestroySpent();
   static DeliveryEvent Reset(std::string reason);
@@ -63,6 +64,7 @@ class OrderedDelivery final : public Delivery {
   uint64_t last_consumer_seq_ = 0;
   std::chrono::steady_clock::time_point last_heard_;
   std::vector<natsMsg*> spent_;
+  size_t spent_bytes_ = 0;  // their payloads: at most about 1 MiB is held
 };
 
 }  // namespace kvfold::nats

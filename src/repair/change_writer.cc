@@ -82,7 +82,9 @@ StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
   Status s = fold_.ScanFrom(next_start_, true, [&](std::string_view k, const Entry& e) {
     last.assign(k);
     ++seen;
-    if (scope_.Contains(k)) page_.emplace_back(std::string(k), e);
+    if (scope_.Contains(k)) {
+      page_.emplace_back(std::string(k), values_ ? e : Entry{e.revision, e.deleted, {}});
+    }
     return page_.size() < kPage && seen < 16 * kPage;
   });
   KVFOLD_RETURN_IF_ERROR(s);

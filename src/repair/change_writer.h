@@ -65,7 +65,10 @@ class ChangeWriter {
 // committed; a repair only writes keys it has already passed.
 class FoldWalker {
  public:
-  FoldWalker(Fold& fold, const Scope& scope) : fold_(fold), scope_(scope) {}
+  // Without `values`, entries come with empty values (a pass that only
+  // needs keys, revisions and tombstone flags copies less).
+  FoldWalker(Fold& fold, const Scope& scope, bool values = true)
+      : fold_(fold), scope_(scope), values_(values) {}
   // The next entry, or nullptr at the end. Valid until Pop().
   StatusOr<const std::pair<std::string, Entry>*> Peek();
   void Pop() { ++pos_; }
@@ -73,6 +76,7 @@ class FoldWalker {
  private:
   Fold& fold_;
   const Scope& scope_;
+  const bool values_;
   std::vector<std::pair<std::string, Entry>> page_;
   size_t pos_ = 0;
   std::string next_start_;

@@ -51,7 +51,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   {
     std::string previous;
     uint64_t entries = 0;
-    FoldWalker walker(env.fold, req.scope);
+    FoldWalker walker(env.fold, req.scope, /*values=*/false);
     Status fold_error;
     // Fold keys before `bound` (all when nullptr) are the fold's alone.
     auto fold_only_before = [&](const std::string_view* bound) -> Status {

@@ -140,7 +140,11 @@ class MemoryFold final : public Fold {
 
   std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;
-  FoldMeta meta_;
+  FoldMeta meta_ = [] {
+    FoldMeta m;
+    m.max_revision = 0;  // a new fold holds nothing
+    return m;
+  }();
 };
 
 }  // namespace

@@ -21,7 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kFormatName = "format";
-constexpr std::string_view kFormatValue = "kvfold-fold-1";
+// Format 2 adds max_revision, which every writer must keep: a build that
+// only knows format 1 refuses a format-2 fold rather than writing entries
+// above a max_revision it does not update.
+constexpr std::string_view kFormatValue = "kvfold-fold-2";
+constexpr std::string_view kFormatV1 = "kvfold-fold-1";
 constexpr std::string_view kCursorName = "cursor";
 constexpr std::string_view kBucketName = "bucket";
 constexpr std::string_view kScopeName = "scope";
@@ -311,7 +315,6 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
     if (found) meta.last_repair = v;
     KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
-    meta.max_revision = UINT64_MAX;  // unknown until a writer records it
     if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
     return meta;
 }
@@ -376,13 +379,9 @@ Status CheckDirectory(const std::string& path, const FoldOptions& options) {
   return Status::OK();
 }
 
-// A fold an older kvfold wrote has no max_revision: its writer records it
-// once, from one scan of the entries.
-Status RecordMaxRevision(rocksdb::DB* db, const std::string& path) {
-  std::string v;
-  auto s = db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(kMaxRevisionName), &v);
-  if (s.ok()) return Status::OK();
-  if (!s.IsNotFound()) return FromRocks(s, "opening fold " + path);
+// Upgrades a format-1 fold: records max_revision from one scan of the
+// entries, together with the new format marker, in one write.
+Status UpgradeFromFormat1(rocksdb::DB* db, const std::string& path) {
   uint64_t max = 0;
   const std::string tag(1, store::kEntryTag);
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
@@ -393,10 +392,13 @@ Status RecordMaxRevision(rocksdb::DB* db, const std::string& path) {
     max = std::max(max, entry.revision);
   }
   if (!it->status().ok()) return FromRocks(it->status(), "scanning fold " + path);
+  rocksdb::WriteBatch upgrade;
+  upgrade.Put(store::MetaStoreKey(kMaxRevisionName), store::EncodeU64(max));
+  upgrade.Put(store::MetaStoreKey(kFormatName), std::string(kFormatValue));
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  s = db->Put(wo, store::MetaStoreKey(kMaxRevisionName), store::EncodeU64(max));
-  if (!s.ok()) return FromRocks(s, "recording max_revision in fold " + path);
+  auto s = db->Write(wo, &upgrade);
+  if (!s.ok()) return FromRocks(s, "upgrading fold " + path + " to " + std::string(kFormatValue));
   return Status::OK();
 }
 
@@ -481,12 +483,14 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
     if (!fs_status.ok()) return FromRocks(fs_status, "initializing fold " + path);
   } else if (!fs_status.ok()) {
     return FromRocks(fs_status, "opening fold " + path);
+  } else if (format == kFormatV1) {
+    // Readers take it as it is (max_revision unknown); a writer upgrades it.
+    if (!options.read_only) KVFOLD_RETURN_IF_ERROR(UpgradeFromFormat1(db.get(), path));
   } else if (format != kFormatValue) {
     return Status::Corruption("fold " + path + " has format \"" + format +
-                              "\"; this build reads \"" +
-                              std::string(kFormatValue) + "\"");
+                              "\"; this build reads \"" + std::string(kFormatV1) +
+                              "\" and \"" + std::string(kFormatValue) + "\"");
   }
-  if (!options.read_only) KVFOLD_RETURN_IF_ERROR(RecordMaxRevision(db.get(), path));
   return std::unique_ptr<Fold>(
       new RocksFold(std::move(db), path, options, std::move(secondary_dir)));
 }

@@ -488,6 +488,7 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{Fault::kCrashBefore, true}, FaultCase{Fault::kCrashAfter, true},
                       FaultCase{Fault::kFailBefore, false}, FaultCase{Fault::kCrashAfter, false},
                       FaultCase{Fault::kFailBefore, true, true},
+                      FaultCase{Fault::kFailAfter, true, true},
                       FaultCase{Fault::kCrashBefore, true, true},
                       FaultCase{Fault::kCrashAfter, false, true}),
     [](const auto& info) {
