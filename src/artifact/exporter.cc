@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <random>
 
 #include "artifact/chunk_codec.h"
@@ -85,24 +86,41 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   progress.entries_total = meta.live_keys;
   std::string raw;
   ArtifactChunk current;
+  // Compressing, hashing and publishing a chunk runs beside the scan of the
+  // next one. One chunk in flight: memory stays at about two chunks, and
+  // chunks are published, recorded and reported in order.
+  std::future<StatusOr<ArtifactChunk>> publishing;
+  auto collect = [&]() -> Status {
+    if (!publishing.valid()) return Status::OK();
+    StatusOr<ArtifactChunk> done = publishing.get();
+    if (!done.ok()) return done.status();
+    progress.entries_done += done->entry_count;
+    progress.bytes_done += done->compressed_size;
+    m.entry_count += done->entry_count;
+    m.chunks.push_back(std::move(done).value());
+    if (options.progress) options.progress(progress);
+    return Status::OK();
+  };
   auto flush = [&]() -> Status {
     if (current.entry_count == 0) return Status::OK();
+    KVFOLD_RETURN_IF_ERROR(collect());
     char name[32];
     std::snprintf(name, sizeof(name), "/chunk-%06zu", m.chunks.size());
     current.name = m.artifact_id + name;
-    const std::string stored = artifact::Compress(raw);
-    if (stored.empty()) return Status::Internal("zstd compression failed");
-    current.raw_size = raw.size();
-    current.compressed_size = stored.size();
-    current.sha256 = artifact::Sha256(stored);
-    KVFOLD_RETURN_IF_ERROR(to.Put(current.name, stored));
-    progress.entries_done += current.entry_count;
-    progress.bytes_done += stored.size();
-    m.entry_count += current.entry_count;
-    m.chunks.push_back(std::move(current));
+    publishing = std::async(
+        std::launch::async,
+        [&to, chunk = std::move(current), data = std::move(raw)]() mutable
+        -> StatusOr<ArtifactChunk> {
+          const std::string stored = artifact::Compress(data);
+          if (stored.empty()) return Status::Internal("zstd compression failed");
+          chunk.raw_size = data.size();
+          chunk.compressed_size = stored.size();
+          chunk.sha256 = artifact::Sha256(stored);
+          KVFOLD_RETURN_IF_ERROR(to.Put(chunk.name, stored));
+          return chunk;
+        });
     current = ArtifactChunk();
-    raw.clear();
-    if (options.progress) options.progress(progress);
+    raw = std::string();
     return Status::OK();
   };
   auto scope = Scope::Make(m.scope);
@@ -149,6 +167,8 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
                                      });
   if (inner.ok()) inner = scanned;
   if (inner.ok()) inner = flush();
+  // Always waited for: on failure its chunk, if published, is removed too.
+  if (Status last = collect(); inner.ok()) inner = last;
   if (!inner.ok()) {
     // No manifest names them: leave no orphan chunks behind (best effort).
     for (const auto& c : m.chunks) (void)to.Remove(c.name);
