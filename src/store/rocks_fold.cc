@@ -1,5 +1,6 @@
 // The RocksDB fold backend. Layout: docs/fold-format.md.
 
+#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
@@ -61,6 +62,9 @@ class RocksFold final : public Fold {
       rocksdb::FlushOptions flush;
       flush.wait = true;
       (void)db_->Flush(flush);
+      // A compaction still running is abandoned, not waited for: it only
+      // reorganizes what is already durable, and the next open resumes it.
+      rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
     }
     db_.reset();
     if (!secondary_dir_.empty()) {
