@@ -179,6 +179,15 @@ TEST(ChunkRecordTest, HandParserNeverDisagreesWithProtobuf) {
     }
   }
   EXPECT_GT(accepted, 5000);
+  // Over-long tag and length varints (6 bytes) are refused by both.
+  for (const std::string& body : {std::string("\x8a\x80\x80\x80\x80\x00\x01k", 8),
+                                 std::string("\x0a\x81\x80\x80\x80\x80\x00k", 8)}) {
+    std::string_view key, value;
+    uint64_t rev = 0;
+    wire::ChunkRecord theirs;
+    EXPECT_FALSE(theirs.ParseFromString(body));
+    EXPECT_FALSE(artifact::ParseChunkRecord(body, &key, &rev, &value));
+  }
 }
 
 TEST_F(ArtifactTest, RoundTripIsIdentical) {

@@ -205,8 +205,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
                            return info.param == Backend::kMemory ? "Memory" : "Rocks";
                          });
 
-// A format-1 fold (an older kvfold's: no max_revision) is read as it is,
-// with max_revision unknown, and upgraded by its next writer from one scan.
+// A format-1 fold (an older kvfold's: max_revision absent or not kept) is
+// read as it is, with max_revision unknown, and upgraded by its next writer
+// from one scan.
 TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
@@ -228,10 +229,12 @@ TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
   };
   EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
   {
+    // A format-1 fold whose max_revision a writer did not keep: stale.
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision")).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision"),
+                        std::string(8, '\0')).ok());
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-1").ok());
   }
   {

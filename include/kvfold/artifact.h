@@ -6,8 +6,10 @@
 // a Transport. The byte layout is artifacts/FORMAT.md.
 //
 // Thread safety: the functions here use the Fold through its thread-safe
-// read API (export) or as its single writer (seed), and the Transport from
-// the calling thread only.
+// read API (export) or as its single writer (seed). The Transport is used
+// by one thread at a time, but export publishes chunks (Transport::Put)
+// from a worker thread of its own while the caller's thread scans: a
+// Transport must not be tied to the thread that created it.
 
 #ifndef KVFOLD_ARTIFACT_H_
 #define KVFOLD_ARTIFACT_H_

@@ -72,9 +72,11 @@ void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
 
 namespace {
 
-bool ReadVarint(std::string_view in, size_t* pos, uint64_t* out) {
+// At most `max_bytes` bytes: 10 for a 64-bit value, 5 for a tag or a
+// length (as protobuf reads them).
+bool ReadVarint(std::string_view in, size_t* pos, uint64_t* out, int max_bytes = 10) {
   uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
+  for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
     if (*pos >= in.size()) return false;
     const auto b = static_cast<uint8_t>(in[(*pos)++]);
     v |= uint64_t{b & 0x7fu} << shift;
@@ -83,7 +85,7 @@ bool ReadVarint(std::string_view in, size_t* pos, uint64_t* out) {
       return true;
     }
   }
-  return false;  // more than ten bytes
+  return false;  // too long
 }
 
 }  // namespace
@@ -100,7 +102,9 @@ bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* re
   size_t pos = 0;
   while (pos < body.size()) {
     uint64_t tag = 0;
-    if (!ReadVarint(body, &pos, &tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return false;
+    if (!ReadVarint(body, &pos, &tag, 5) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
+      return false;
+    }
     const uint64_t field = tag >> 3;
     switch (tag & 7) {
       case 0: {
@@ -111,7 +115,9 @@ bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* re
       }
       case 2: {
         uint64_t len = 0;
-        if (!ReadVarint(body, &pos, &len) || len > body.size() - pos) return false;
+        if (!ReadVarint(body, &pos, &len, 5) || len > 0x7fffffff || len > body.size() - pos) {
+          return false;
+        }
         const std::string_view bytes = body.substr(pos, len);
         pos += len;
         if (field == 1) *key = bytes;

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
+#include <memory>
+#include <system_error>
 #include <random>
 
 #include "artifact/chunk_codec.h"
@@ -107,8 +110,7 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     char name[32];
     std::snprintf(name, sizeof(name), "/chunk-%06zu", m.chunks.size());
     current.name = m.artifact_id + name;
-    publishing = std::async(
-        std::launch::async,
+    auto job = std::make_shared<std::function<StatusOr<ArtifactChunk>()>>(
         [&to, chunk = std::move(current), data = std::move(raw)]() mutable
         -> StatusOr<ArtifactChunk> {
           const std::string stored = artifact::Compress(data);
@@ -121,6 +123,15 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
         });
     current = ArtifactChunk();
     raw = std::string();
+    raw.reserve(options.chunk_raw_bytes);
+    try {
+      publishing = std::async(std::launch::async, [job] { return (*job)(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: publish on this one.
+      std::promise<StatusOr<ArtifactChunk>> now;
+      now.set_value((*job)());
+      publishing = now.get_future();
+    }
     return Status::OK();
   };
   auto scope = Scope::Make(m.scope);

@@ -177,8 +177,8 @@ int RunSeed(const SeedFlags& f) {
   std::error_code ec;
   const bool existed = std::filesystem::exists(f.fold, ec);
   const bool fresh = !ec && (!existed || std::filesystem::is_empty(f.fold, ec));
-  // A seed writes each key once, in key order: flushed memtables never
-  // overlap, so small ones bound memory at no cost in speed.
+  // A seed writes each key once, in key order, chunk by chunk: small
+  // memtables bound its memory (bench/run: seed_rss_big_vs_mid).
   FoldOptions fo;
   fo.memtable_bytes = size_t{4} << 20;
   auto fold = OpenRocksFold(f.fold, fo);

@@ -1,6 +1,5 @@
 // The RocksDB fold backend. Layout: docs/fold-format.md.
 
-#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
@@ -48,11 +47,12 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
 class RocksFold final : public Fold {
  public:
   RocksFold(std::unique_ptr<rocksdb::DB> db, std::string path,
-            FoldOptions options, std::string secondary_dir)
+            FoldOptions options, std::string secondary_dir, bool format_v1)
       : db_(std::move(db)),
         path_(std::move(path)),
         options_(options),
-        secondary_dir_(std::move(secondary_dir)) {}
+        secondary_dir_(std::move(secondary_dir)),
+        format_v1_(format_v1) {}
 
   ~RocksFold() override {
     if (!options_.read_only) {
@@ -62,9 +62,6 @@ class RocksFold final : public Fold {
       rocksdb::FlushOptions flush;
       flush.wait = true;
       (void)db_->Flush(flush);
-      // A compaction still running is abandoned, not waited for: it only
-      // reorganizes what is already durable, and the next open resumes it.
-      rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
     }
     db_.reset();
     if (!secondary_dir_.empty()) {
@@ -240,6 +237,9 @@ class RocksFold final : public Fold {
   std::string path_;
   FoldOptions options_;
   std::string secondary_dir_;  // removed on close
+  // A format-1 fold read as it is: whatever max_revision it holds, a build
+  // that did not keep it may have written after.
+  bool format_v1_;
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.
@@ -319,7 +319,7 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
     if (found) meta.last_repair = v;
     KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
-    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
+    if (found && !format_v1_) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
     return meta;
 }
 
@@ -460,6 +460,7 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
   }
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string format;
+  bool format_v1 = false;
   auto fs_status = db->Get(rocksdb::ReadOptions(),
                            store::MetaStoreKey(kFormatName), &format);
   if (fs_status.IsNotFound()) {
@@ -490,13 +491,14 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
   } else if (format == kFormatV1) {
     // Readers take it as it is (max_revision unknown); a writer upgrades it.
     if (!options.read_only) KVFOLD_RETURN_IF_ERROR(UpgradeFromFormat1(db.get(), path));
+    format_v1 = options.read_only;
   } else if (format != kFormatValue) {
     return Status::Corruption("fold " + path + " has format \"" + format +
                               "\"; this build reads \"" + std::string(kFormatV1) +
                               "\" and \"" + std::string(kFormatValue) + "\"");
   }
   return std::unique_ptr<Fold>(
-      new RocksFold(std::move(db), path, options, std::move(secondary_dir)));
+      new RocksFold(std::move(db), path, options, std::move(secondary_dir), format_v1));
 }
 
 }  // namespace kvfold

@@ -27,14 +27,14 @@ using live::WaitExit;
 
 // A fold as a mirror leaves it, big enough that export and seed take a
 // while: 200k entries, 8 MiB chunks' worth of values.
-void MakeFold(const std::string& path) {
+void MakeFold(const std::string& path, int keys = 200000) {
   FoldOptions fo;
   fo.sync = false;
   auto fold = OpenRocksFold(path, fo);
   ASSERT_TRUE(fold.ok());
   std::mt19937_64 rng(7);
   FoldCommit c;
-  for (int i = 0; i < 200000; ++i) {
+  for (int i = 0; i < keys; ++i) {
     std::string value(40 + rng() % 60, 'a');
     for (auto& ch : value) ch = static_cast<char>('a' + rng() % 26);
     c.entries["key." + std::to_string(i)] = Entry{static_cast<uint64_t>(i + 1), false, value};
@@ -43,7 +43,7 @@ void MakeFold(const std::string& path) {
       c.entries.clear();
     }
   }
-  c.cursor = 200000;
+  c.cursor = static_cast<uint64_t>(keys);
   c.bucket = "big";
   c.scope = std::vector<std::string>{""};
   c.stream_created = "2026-01-01T00:00:00Z";
@@ -69,29 +69,34 @@ TEST(ProcessKillTest, ExportKilledAnywhereLeavesOnlyWholeArtifacts) {
   const auto clean_us = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - t0)
                             .count();
+  // An older artifact of the same bucket and stream, so each killed export
+  // is replacing a pointer that must stay whole.
+  const std::string older = dir.path() + "/older";
+  MakeFold(older, 2000);
   std::mt19937_64 rng(11);
   int killed_mid_run = 0;
   for (int round = 0; round < 12; ++round) {
     // A location of its own each round: an export to one that already
     // holds this cursor is a quick "up to date" with nothing to kill.
     const std::string round_loc = loc + "-" + std::to_string(round);
+    ASSERT_EQ(RunCli({"export", "--fold", older, "--to", round_loc}, dir.path()).code, 0);
     pid_t pid = SpawnCli({"export", "--fold", fold, "--to", round_loc}, dir.path() + "/o",
                          dir.path() + "/e");
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % (clean_us + 1)));
     kill(pid, SIGKILL);
     if (WaitExit(pid) == 128 + SIGKILL) ++killed_mid_run;
     auto to = OpenTransport(round_loc, ConnectOptions{});
-    if (!to.ok()) continue;  // killed before it created the directory
+    ASSERT_TRUE(to.ok()) << to.status().ToString();
     auto all = ListArtifacts(**to, nullptr);
     ASSERT_TRUE(all.ok());
+    ASSERT_FALSE(all->empty());
     for (const auto& m : *all) {
       EXPECT_TRUE(VerifyArtifact(**to, m.artifact_id, {}).ok()) << m.artifact_id;
     }
+    // The pointer names a whole artifact: the older one or the new one.
     auto pointer = (*to)->ReadPointer();
-    ASSERT_TRUE(pointer.ok());
-    if (pointer->has_value()) {  // a pointer only ever names a whole artifact
-      EXPECT_TRUE(VerifyArtifact(**to, (*pointer)->artifact_id, {}).ok());
-    }
+    ASSERT_TRUE(pointer.ok() && pointer->has_value());
+    EXPECT_TRUE(VerifyArtifact(**to, (*pointer)->artifact_id, {}).ok());
   }
   EXPECT_GT(killed_mid_run, 0) << "no kill landed while an export was running";
 }
