@@ -76,33 +76,47 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   std::string previous;
   // The unfinished seed goes in the first commit of this one, atomically.
   bool clear = discard;
+  bool wrote = false;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     FoldCommit commit;
+    // Commits a part of the chunk (the reader verified the whole chunk
+    // before the first record): small commits keep the seed's memory flat.
+    auto commit_part = [&]() -> Status {
+      if (commit.entries.empty() && !commit.clear_entries) return Status::OK();
+      commit.seeding = id;
+      if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit.cursor = m.cursor;
+      // Artifact keys are distinct and live: into an empty (or just
+      // cleared) fold each is one more live entry, no read needed.
+      if (untouched || discard) {
+        const auto n = static_cast<int64_t>(commit.entries.size());
+        commit.counts = FoldCommit::CountChange{n, n};
+      }
+      KVFOLD_RETURN_IF_ERROR(fold.Commit(commit));
+      wrote = true;
+      commit = FoldCommit();
+      return Status::OK();
+    };
     commit.clear_entries = std::exchange(clear, false);
-    commit.seeding = id;
-    if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit.cursor = m.cursor;
     uint64_t stored = 0;
+    Status write_error;
     Status read = artifact::ReadChunk(
         from, m, i, &previous,
-        [&commit](std::string_view key, uint64_t rev, std::string_view value) {
+        [&](std::string_view key, uint64_t rev, std::string_view value) {
           commit.entries.emplace(std::string(key), Entry{rev, false, std::string(value)});
-          return Status::OK();
+          if (commit.entries.size() < 8192) return Status::OK();
+          write_error = commit_part();
+          return write_error;
         },
         &stored);
-    // Artifact keys are distinct and live: into an empty (or just
-    // cleared) fold each is one more live entry, no read needed.
-    if (untouched || discard) {
-      const auto n = static_cast<int64_t>(commit.entries.size());
-      commit.counts = FoldCommit::CountChange{n, n};
-    }
+    if (!write_error.ok()) return write_error;
     if (!read.ok()) {
       // Verified a moment ago: the artifact changed under the seed (most
       // likely pruned), and the fold keeps the chunks applied so far.
-      if (i == 0 && !discard && !unfinished) return read;  // nothing written yet
+      if (!wrote && !discard && !unfinished) return read;  // nothing written yet
       return read.WithContext("artifact " + id + " changed while seeding from it; the fold " +
                               "holds an unfinished seed" + discard_hint);
     }
-    KVFOLD_RETURN_IF_ERROR(fold.Commit(commit));
+    KVFOLD_RETURN_IF_ERROR(commit_part());
     progress.entries_done += m.chunks[i].entry_count;
     progress.bytes_done += stored;
     if (options.progress) options.progress(progress);
