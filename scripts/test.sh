@@ -20,9 +20,36 @@ scripts/build.sh build
 # Users build Release and Debug too: both must compile without warnings
 # (Debug is the sanitizer build below; Release optimizes harder and warns
 # where RelWithDebInfo does not).
+# It is also the shared-library build.
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DKVFOLD_WERROR=ON \
-  -DKVFOLD_BUILD_BENCH=OFF >/dev/null
+  -DKVFOLD_BUILD_BENCH=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
 cmake --build build-release -j2
+
+# The package as users consume it: every public header compiles on its own;
+# the static (build) and shared (build-release) installs each build the
+# example out of tree with find_package, and the static one with pkg-config.
+for h in include/kvfold/*.h; do
+  echo "#include \"kvfold/$(basename "$h")\"" |
+    g++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only -Iinclude -x c++ - ||
+    { echo "test.sh: $h does not compile on its own" >&2; exit 1; }
+done
+pkg=$(mktemp -d -t kvfold-pkg-XXXXXX)
+trap 'rm -rf "$pkg"' EXIT
+for kind in static:build shared:build-release; do
+  name=${kind%%:*} dir=${kind#*:}
+  cmake --install "$dir" --prefix "$pkg/$name" >/dev/null
+  cmake -S examples -B "$pkg/examples-$name" -DCMAKE_PREFIX_PATH="$pkg/$name" >/dev/null
+  cmake --build "$pkg/examples-$name" >/dev/null
+  # Usage (exit 2) proves the binary loads and runs.
+  rc=0; LD_LIBRARY_PATH="$pkg/$name/lib" "$pkg/examples-$name/embed_mirror" 2>/dev/null || rc=$?
+  [ "$rc" = 2 ] || { echo "test.sh: the $name example did not run (exit $rc)" >&2; exit 1; }
+done
+PKG_CONFIG_PATH="$(dirname "$(find "$pkg/static" -name kvfold.pc)")" \
+  g++ -std=c++20 examples/embed_mirror.cc -o "$pkg/embed_mirror_pc" \
+    $(PKG_CONFIG_PATH="$(dirname "$(find "$pkg/static" -name kvfold.pc)")" pkg-config --cflags --libs --static kvfold)
+rc=0; "$pkg/embed_mirror_pc" 2>/dev/null || rc=$?
+[ "$rc" = 2 ] || { echo "test.sh: the pkg-config example did not run (exit $rc)" >&2; exit 1; }
+echo "test.sh: package installs and builds out of tree (static and shared, CMake and pkg-config)"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
