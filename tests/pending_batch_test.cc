@@ -93,7 +93,7 @@ TEST(PendingBatchTest, AFailedReleasedBatchGoesBackUnderTheNewerOne) {
   b.AdvanceTo(3);
   b.meta().stream_created = "t";
   b.TakeBack(std::move(handed));
-  const FoldCommit& c = b.ToCommit();
+  const FoldCommit c = b.ToCommit();
   EXPECT_EQ(c.entries.at("a"), (Entry{3, true, ""}));
   EXPECT_EQ(c.entries.at("b"), (Entry{2, false, "kept"}));
   EXPECT_EQ(c.cursor, 3u);

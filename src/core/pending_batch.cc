@@ -18,41 +18,35 @@ std::optional<Entry> FoldMessage(const BucketMessage& message,
 }
 
 const Entry* PendingBatch::Find(const std::string& key) const {
-  auto it = commit_.entries.find(key);
-  return it == commit_.entries.end() ? nullptr : &it->second;
+  auto it = pending_.entries.find(key);
+  return it == pending_.entries.end() ? nullptr : &it->second;
 }
 
 void PendingBatch::Put(const std::string& key, Entry entry) {
-  commit_.entries.insert_or_assign(key, std::move(entry));
+  pending_.entries.insert_or_assign(key, std::move(entry));
 }
 
 void PendingBatch::AdvanceTo(uint64_t seq) {
-  if (!commit_.cursor || seq > *commit_.cursor) commit_.cursor = seq;
+  if (!cursor_ || seq > *cursor_) cursor_ = seq;
 }
 
 void PendingBatch::TakeBack(FoldCommit older) {
-  for (auto& [key, entry] : older.entries) commit_.entries.try_emplace(key, std::move(entry));
+  for (auto& [key, entry] : older.entries) pending_.entries.try_emplace(key, std::move(entry));
   auto keep = [](auto& mine, auto& theirs) {
     if (!mine) mine = std::move(theirs);
   };
-  keep(commit_.bucket, older.bucket);
-  keep(commit_.scope, older.scope);
-  keep(commit_.stream_created, older.stream_created);
-  keep(commit_.seeding, older.seeding);
-  keep(commit_.eviction_observed, older.eviction_observed);
-  keep(commit_.last_repair, older.last_repair);
-  if (older.cursor && (!commit_.cursor || *older.cursor > *commit_.cursor)) {
-    commit_.cursor = older.cursor;
-  }
+  keep(pending_.bucket, older.bucket);
+  keep(pending_.scope, older.scope);
+  keep(pending_.stream_created, older.stream_created);
+  keep(pending_.seeding, older.seeding);
+  keep(pending_.eviction_observed, older.eviction_observed);
+  keep(pending_.last_repair, older.last_repair);
+  if (older.cursor && (!cursor_ || *older.cursor > *cursor_)) cursor_ = older.cursor;
 }
 
 bool PendingBatch::HasWork(std::optional<uint64_t> committed) const {
-  const auto& c = commit_.cursor;
-  if (c && (!committed || *c > *committed)) return true;
-  // Anything besides the cursor (already committed) is work.
-  return !commit_.entries.empty() || commit_.clear_entries || commit_.bucket ||
-         commit_.scope || commit_.stream_created || commit_.seeding ||
-         commit_.eviction_observed || commit_.last_repair;
+  if (!pending_.empty()) return true;
+  return cursor_ && (!committed || *cursor_ > *committed);
 }
 
 }  // namespace kvfold::core

@@ -40,31 +40,31 @@ class PendingBatch {
   // Metadata (bucket, scope, stream identity) to write with the next
   // commit. Set only metadata fields: entries and cursor belong to Put and
   // AdvanceTo.
-  FoldCommit& meta() { return commit_; }
+  FoldCommit& meta() { return pending_; }
 
-  size_t changes() const { return commit_.entries.size(); }
-  std::optional<uint64_t> cursor() const { return commit_.cursor; }
+  size_t changes() const { return pending_.entries.size(); }
+  std::optional<uint64_t> cursor() const { return cursor_; }
 
   // True when a commit would change the fold given its `committed` cursor.
   bool HasWork(std::optional<uint64_t> committed) const;
 
-  // The commit for everything pending; held, not copied, so a failed
-  // commit retries the same batch.
-  const FoldCommit& ToCommit() const { return commit_; }
-
-  // After a successful commit. The cursor stays: later commits carry it on.
-  void Clear() {
-    const auto cursor = commit_.cursor;
-    commit_ = FoldCommit();
-    commit_.cursor = cursor;
+  // A copy of the commit for everything pending; does not consume it.
+  FoldCommit ToCommit() const {
+    FoldCommit commit = pending_;
+    commit.cursor = cursor_;
+    return commit;
   }
 
-  // Hands the commit over (to be written while more arrives), leaving an
-  // empty batch that keeps the cursor.
+  // After a successful commit. The cursor stays: later commits carry it on.
+  void Clear() { pending_ = FoldCommit(); }
+
+  // Hands the commit for everything pending over (to be written while more
+  // arrives), without copying it, leaving an empty batch that keeps the
+  // cursor.
   FoldCommit Release() {
-    FoldCommit out = std::move(commit_);
+    FoldCommit out = std::move(pending_);
+    out.cursor = cursor_;
     Clear();
-    commit_.cursor = out.cursor;
     return out;
   }
 
@@ -74,7 +74,8 @@ class PendingBatch {
   void TakeBack(FoldCommit older);
 
  private:
-  FoldCommit commit_;
+  FoldCommit pending_;  // entries and metadata, never a cursor
+  std::optional<uint64_t> cursor_;
 };
 
 }  // namespace kvfold::core

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/count_change.h"
+
 namespace kvfold::repair {
 
 using std::chrono::milliseconds;
@@ -21,10 +23,7 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
   if (hook) ++(next.deleted ? deletes_ : puts_);
   const bool first = pending_.entries.insert_or_assign(key, next).second;
   if (!first) counts_known_ = false;
-  if (!previous) ++counts_.entries;
-  const bool was_live = previous && !previous->deleted;
-  if (was_live && next.deleted) --counts_.live_keys;
-  if (!was_live && !next.deleted) ++counts_.live_keys;
+  core::AddCountChange(core::CountChangeOf(previous ? &*previous : nullptr, next), &counts_);
   if (pending_.entries.size() >= batch_limit_) return Flush();
   return Status::OK();
 }

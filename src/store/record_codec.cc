@@ -1,5 +1,7 @@
 #include "store/record_codec.h"
 
+#include "core/count_change.h"
+
 namespace kvfold::store {
 namespace {
 
@@ -105,10 +107,9 @@ Status DecodeStringList(std::string_view bytes, std::vector<std::string>* out) {
 }
 
 void CountReplacement(const Entry* before, const Entry& after, FoldMeta* meta) {
-  if (before == nullptr) ++meta->entries;
-  const bool was_live = before != nullptr && !before->deleted;
-  if (was_live && after.deleted) --meta->live_keys;
-  if (!was_live && !after.deleted) ++meta->live_keys;
+  const FoldCommit::CountChange change = core::CountChangeOf(before, after);
+  meta->live_keys += static_cast<uint64_t>(change.live_keys);  // wraps back for -1
+  meta->entries += static_cast<uint64_t>(change.entries);
 }
 
 Status ApplyCountChange(const FoldCommit::CountChange& change, FoldMeta* meta) {
