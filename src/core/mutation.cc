@@ -31,6 +31,8 @@ constexpr const char* kKnown[] = {
     "fold-message-ignore-revision",  // core: an older message overwrites a newer entry
     "apply-skip-read",            // watcher: folds without reading at or below max_revision
     "fold-max-revision-stale",    // stores: a commit does not raise max_revision
+    "fold-cursor-own-write",      // rocks fold: the cursor is written before its entries
+    "fold-skip-wal-sync",         // rocks fold: a commit returns before its WAL is synced
     "seed-skip-verify-pass",      // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",   // seed: cursor set before the final commit
     "pointer-any-direction",      // pointer rule: the pointer may move backward

@@ -14,6 +14,7 @@
 #include "kvfold/fold.h"
 #include "core/mutation.h"
 #include "store/record_codec.h"
+#include "store/rocks_fold_env.h"
 
 namespace kvfold {
 namespace {
@@ -191,7 +192,16 @@ class RocksFold final : public Fold {
     auto put_meta = [&batch](std::string_view name, const std::string& v) {
       batch.Put(store::MetaStoreKey(name), v);
     };
-    if (commit.cursor) put_meta(kCursorName, store::EncodeU64(*commit.cursor));
+    if (commit.cursor && KVFOLD_MUTANT("fold-cursor-own-write")) {
+      rocksdb::WriteBatch first;  // the planted bug: the cursor ahead of its entries
+      first.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*commit.cursor));
+      rocksdb::WriteOptions wo;
+      wo.sync = options_.sync;
+      auto s = db_->Write(wo, &first);
+      if (!s.ok()) return FromRocks(s, "committing to fold " + path_);
+    } else if (commit.cursor) {
+      put_meta(kCursorName, store::EncodeU64(*commit.cursor));
+    }
     if (commit.bucket) put_meta(kBucketName, *commit.bucket);
     if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
     if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
@@ -216,7 +226,7 @@ class RocksFold final : public Fold {
       put_meta(kMaxRevisionName, store::EncodeU64(meta.max_revision));
     }
     rocksdb::WriteOptions wo;
-    wo.sync = options_.sync;
+    wo.sync = options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync");
     auto s = db_->Write(wo, &batch);
     if (!s.ok()) return FromRocks(s, "committing to fold " + path_);
     return Status::OK();
@@ -410,8 +420,19 @@ Status UpgradeFromFormat1(rocksdb::DB* db, const std::string& path) {
 
 StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
                                               const FoldOptions& options) {
-  KVFOLD_RETURN_IF_ERROR(CheckDirectory(path, options));
+  return store::OpenRocksFoldOnEnv(path, options, nullptr);
+}
+
+StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& path,
+                                                          const FoldOptions& options,
+                                                          rocksdb::Env* env) {
+  if (env != nullptr && options.read_only) {
+    return Status::InvalidArgument("a read-only fold follows a directory on disk; no Env");
+  }
+  // The directory checks are about the real disk; an Env's paths are its own.
+  if (env == nullptr) KVFOLD_RETURN_IF_ERROR(CheckDirectory(path, options));
   rocksdb::Options ro;
+  if (env != nullptr) ro.env = env;
   ro.create_if_missing = options.create_if_missing && !options.read_only;
   ro.IncreaseParallelism(2);
   ro.keep_log_file_num = 4;

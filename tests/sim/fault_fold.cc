@@ -12,57 +12,70 @@ const char* FaultName(Fault f) {
     case Fault::kFailAfter: return "fail-after";
     case Fault::kCrashBefore: return "crash-before";
     case Fault::kCrashAfter: return "crash-after";
+    case Fault::kTorn: return "torn";
   }
   return "?";
 }
 
 Status FaultFold::Get(std::string_view key, Entry* out) {
   if (crashed_) return Dead();
-  return inner_.Get(key, out);
+  return inner_->Get(key, out);
 }
 
 Status FaultFold::Scan(std::string_view prefix, bool include_tombstones,
                        const std::function<bool(std::string_view, const Entry&)>& fn) {
   if (crashed_) return Dead();
-  return inner_.Scan(prefix, include_tombstones, fn);
+  return inner_->Scan(prefix, include_tombstones, fn);
 }
 
 Status FaultFold::ScanFrom(std::string_view start_key, bool include_tombstones,
                            const std::function<bool(std::string_view, const Entry&)>& fn) {
   if (crashed_) return Dead();
-  return inner_.ScanFrom(start_key, include_tombstones, fn);
+  return inner_->ScanFrom(start_key, include_tombstones, fn);
 }
 
 StatusOr<FoldMeta> FaultFold::ReadMeta() {
   if (crashed_) return Dead();
-  return inner_.ReadMeta();
+  return inner_->ReadMeta();
 }
 
 StatusOr<std::unique_ptr<FoldSnapshot>> FaultFold::Snapshot() {
   if (crashed_) return Dead();
-  return inner_.Snapshot();
+  return inner_->Snapshot();
 }
 
 Status FaultFold::Commit(const FoldCommit& commit) {
   if (crashed_) return Dead();
   ++attempts_;
-  if (fail_all_) return Status::IOError("simulated persistent store failure");
-  if (attempts_ != armed_at_) return inner_.Commit(commit);
-  switch (fault_) {
+  if (fail_all_) {
+    ++fired_;
+    return Status::IOError("simulated persistent store failure");
+  }
+  auto armed = armed_.find(attempts_);
+  if (armed == armed_.end() || armed->second == Fault::kNone) return inner_->Commit(commit);
+  ++fired_;
+  switch (armed->second) {
     case Fault::kNone:
-      return inner_.Commit(commit);
+      return inner_->Commit(commit);
     case Fault::kFailBefore:
       return Status::IOError("simulated transient failure before the write");
     case Fault::kFailAfter:
-      KVFOLD_RETURN_IF_ERROR(inner_.Commit(commit));
+      KVFOLD_RETURN_IF_ERROR(inner_->Commit(commit));
       return Status::IOError("simulated transient failure after the write");
     case Fault::kCrashBefore:
       crashed_ = true;
       return Dead();
     case Fault::kCrashAfter:
-      KVFOLD_RETURN_IF_ERROR(inner_.Commit(commit));
+      KVFOLD_RETURN_IF_ERROR(inner_->Commit(commit));
       crashed_ = true;
       return Dead();
+    case Fault::kTorn: {
+      FoldCommit entries_only = commit;
+      entries_only.cursor.reset();
+      KVFOLD_RETURN_IF_ERROR(inner_->Commit(entries_only));
+      crashed_ = true;
+      return Dead();
+    }
   }
   return Status::Internal("unknown fault");
 }

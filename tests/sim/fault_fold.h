@@ -5,6 +5,7 @@
 #define KVFOLD_TESTS_SIM_FAULT_FOLD_H_
 
 #include <atomic>
+#include <map>
 
 #include "kvfold/fold.h"
 
@@ -16,24 +17,35 @@ enum class Fault {
   kFailAfter,    // transient: the commit is applied, still reports IOError
   kCrashBefore,  // the process dies before the commit reaches the store
   kCrashAfter,   // the process dies right after the store applied it
+  kTorn,         // the entries are durable but the cursor is not, then it dies
 };
 
 const char* FaultName(Fault f);
 
 class FaultFold final : public Fold {
  public:
-  explicit FaultFold(Fold& inner) : inner_(inner) {}
-
-  // Injects `fault` at the `n`-th commit attempt (1-based).
-  void Arm(int n, Fault fault) {
-    armed_at_ = n;
-    fault_ = fault;
+  explicit FaultFold(Fold& inner) : inner_(&inner) {}
+  // The process restarted on a reopened store.
+  void Reattach(Fold& inner) {
+    inner_ = &inner;
+    crashed_ = false;
   }
+
+  // Injects `fault` at the `n`-th commit attempt (1-based), and only there.
+  void Arm(int n, Fault fault) {
+    armed_.clear();
+    Add(n, fault);
+  }
+  // Injects `fault` at the `n`-th attempt too (a schedule of several).
+  void Add(int n, Fault fault) { armed_[n] = fault; }
   // Every commit attempt from now on fails before applying.
   void FailEveryCommit() { fail_all_ = true; }
+  void StopFailing() { fail_all_ = false; }
 
   int attempts() const { return attempts_; }
   bool crashed() const { return crashed_; }
+  // How many commit attempts a fault hit.
+  int fired() const { return fired_; }
 
   Status Get(std::string_view key, Entry* out) override;
   Status Scan(std::string_view prefix, bool include_tombstones,
@@ -45,13 +57,13 @@ class FaultFold final : public Fold {
   Status Commit(const FoldCommit& commit) override;
 
  private:
-  Fold& inner_;
-  int armed_at_ = 0;
-  Fault fault_ = Fault::kNone;
+  Fold* inner_;
+  std::map<int, Fault> armed_;
   bool fail_all_ = false;
   // Commit runs on the watcher's committer thread while it reads.
   std::atomic<int> attempts_{0};
   std::atomic<bool> crashed_{false};
+  std::atomic<int> fired_{0};
 };
 
 }  // namespace kvfold::sim

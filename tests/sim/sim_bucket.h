@@ -66,6 +66,8 @@ class SimBucket final : public BucketSource {
 
   int deliveries_opened() const { return opened_; }
   uint64_t last_seq() const { return next_seq_ - 1; }
+  // The stream's identity, without ReadStream's side effects.
+  const std::string& created() const { return created_; }
 
   // Every write minus every real delete, in `scope`, for sequences <= `through`
   // (independent of retention).

@@ -1,0 +1,257 @@
+#include "sim/fault_env.h"
+
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+
+#include <string_view>
+#include <vector>
+
+namespace kvfold::sim {
+
+using rocksdb::FileOptions;
+using rocksdb::FSWritableFile;
+using rocksdb::IODebugContext;
+using rocksdb::IOOptions;
+using rocksdb::IOStatus;
+using rocksdb::Slice;
+
+const char* EnvFaultName(EnvFault f) {
+  switch (f) {
+    case EnvFault::kNone: return "none";
+    case EnvFault::kError: return "env-error";
+    case EnvFault::kKill: return "env-kill";
+    case EnvFault::kKillTorn: return "env-kill-torn";
+    case EnvFault::kPowerCut: return "env-power-cut";
+  }
+  return "?";
+}
+
+struct FaultEnv::State {
+  std::mutex mu;
+  uint64_t ops = 0;
+  uint64_t fired = 0;
+  uint64_t armed_at = 0;
+  EnvFault fault = EnvFault::kNone;
+  bool dead = false;
+  bool power_cut = false;
+  struct Size {
+    uint64_t written = 0;
+    uint64_t synced = 0;
+  };
+  std::map<std::string, Size> files;
+
+  // What happens to the write operation about to run: kNone goes ahead.
+  EnvFault Next() {
+    if (dead) return EnvFault::kKill;
+    if (++ops != armed_at || fault == EnvFault::kNone) return EnvFault::kNone;
+    ++fired;
+    if (fault == EnvFault::kKill || fault == EnvFault::kKillTorn ||
+        fault == EnvFault::kPowerCut) {
+      dead = true;
+      power_cut = fault == EnvFault::kPowerCut;
+    }
+    return fault;
+  }
+};
+
+namespace {
+
+IOStatus Injected(EnvFault f) {
+  return f == EnvFault::kError ? IOStatus::IOError("simulated write error")
+                               : IOStatus::IOError("simulated crash: the process is gone");
+}
+
+bool Counted(const std::string& name) {
+  const std::string_view base = std::string_view(name).substr(name.rfind('/') + 1);
+  return !base.starts_with("LOG") && base != "LOCK";
+}
+
+class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  FaultFile(std::unique_ptr<FSWritableFile> f, std::string name,
+            std::shared_ptr<FaultEnv::State> state)
+      : FSWritableFileOwnerWrapper(std::move(f)), name_(std::move(name)), state_(std::move(state)) {}
+
+  IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* d) override {
+    return Write(data, [&](const Slice& s) { return target()->Append(s, o, d); });
+  }
+  IOStatus Append(const Slice& data, const IOOptions& o,
+                  const rocksdb::DataVerificationInfo& v, IODebugContext* d) override {
+    return Write(data, [&](const Slice& s) { return target()->Append(s, o, v, d); });
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            IODebugContext* d) override {
+    return Write(data, [&](const Slice& s) { return target()->PositionedAppend(s, offset, o, d); });
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            const rocksdb::DataVerificationInfo& v, IODebugContext* d) override {
+    return Write(data,
+                 [&](const Slice& s) { return target()->PositionedAppend(s, offset, o, v, d); });
+  }
+  IOStatus Sync(const IOOptions& o, IODebugContext* d) override {
+    return Synced([&] { return target()->Sync(o, d); });
+  }
+  IOStatus Fsync(const IOOptions& o, IODebugContext* d) override {
+    return Synced([&] { return target()->Fsync(o, d); });
+  }
+  IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* d) override {
+    std::lock_guard lock(state_->mu);
+    if (state_->dead) return Injected(EnvFault::kKill);
+    auto& sz = state_->files[name_];
+    sz.written = size;
+    sz.synced = std::min(sz.synced, size);
+    return target()->Truncate(size, o, d);
+  }
+
+ private:
+  template <class F>
+  IOStatus Write(const Slice& data, F write) {
+    std::lock_guard lock(state_->mu);
+    const EnvFault f = Counted(name_) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
+    if (f == EnvFault::kKillTorn && data.size() > 1) {
+      const Slice half(data.data(), data.size() / 2);
+      if (write(half).ok()) state_->files[name_].written += half.size();
+    }
+    if (f != EnvFault::kNone) return Injected(f);
+    IOStatus s = write(data);
+    if (s.ok()) state_->files[name_].written += data.size();
+    return s;
+  }
+  template <class F>
+  IOStatus Synced(F sync) {
+    std::lock_guard lock(state_->mu);
+    const EnvFault f = Counted(name_) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
+    if (f != EnvFault::kNone) return Injected(f);
+    IOStatus s = sync();
+    if (s.ok()) state_->files[name_].synced = state_->files[name_].written;
+    return s;
+  }
+
+  std::string name_;
+  std::shared_ptr<FaultEnv::State> state_;
+};
+
+class FaultFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  FaultFileSystem(const std::shared_ptr<rocksdb::FileSystem>& base,
+                  std::shared_ptr<FaultEnv::State> state)
+      : FileSystemWrapper(base), state_(std::move(state)) {}
+  const char* Name() const override { return "KvfoldFaultFileSystem"; }
+
+  IOStatus NewWritableFile(const std::string& f, const FileOptions& o,
+                           std::unique_ptr<FSWritableFile>* r, IODebugContext* d) override {
+    {
+      std::lock_guard lock(state_->mu);
+      const EnvFault fault = Counted(f) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
+      if (fault != EnvFault::kNone) return Injected(fault);
+      state_->files[f] = {};
+    }
+    std::unique_ptr<FSWritableFile> file;
+    IOStatus s = target()->NewWritableFile(f, o, &file, d);
+    if (s.ok()) *r = std::make_unique<FaultFile>(std::move(file), f, state_);
+    return s;
+  }
+  IOStatus ReopenWritableFile(const std::string& f, const FileOptions& o,
+                              std::unique_ptr<FSWritableFile>* r, IODebugContext* d) override {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->dead) return Injected(EnvFault::kKill);
+    }
+    std::unique_ptr<FSWritableFile> file;
+    IOStatus s = target()->ReopenWritableFile(f, o, &file, d);
+    if (s.ok()) *r = std::make_unique<FaultFile>(std::move(file), f, state_);
+    return s;
+  }
+  IOStatus ReuseWritableFile(const std::string&, const std::string&, const FileOptions&,
+                             std::unique_ptr<FSWritableFile>*, IODebugContext*) override {
+    return IOStatus::NotSupported("the simulated file system does not recycle files");
+  }
+  IOStatus RenameFile(const std::string& from, const std::string& to, const IOOptions& o,
+                      IODebugContext* d) override {
+    std::lock_guard lock(state_->mu);
+    const EnvFault fault = state_->Next();
+    if (fault != EnvFault::kNone) return Injected(fault);
+    IOStatus s = target()->RenameFile(from, to, o, d);
+    if (s.ok()) {
+      auto it = state_->files.find(from);
+      if (it != state_->files.end()) {
+        state_->files[to] = it->second;
+        state_->files.erase(it);
+      }
+    }
+    return s;
+  }
+  IOStatus DeleteFile(const std::string& f, const IOOptions& o, IODebugContext* d) override {
+    std::lock_guard lock(state_->mu);
+    if (state_->dead) return Injected(EnvFault::kKill);
+    state_->files.erase(f);
+    return target()->DeleteFile(f, o, d);
+  }
+
+  // Cuts every file back to what was synced.
+  void DropUnsynced() {
+    std::lock_guard lock(state_->mu);
+    for (auto& [name, size] : state_->files) {
+      if (size.written == size.synced) continue;
+      std::unique_ptr<rocksdb::FSSequentialFile> in;
+      if (!target()->NewSequentialFile(name, FileOptions(), &in, nullptr).ok()) continue;
+      std::string kept(size.synced, '\0');
+      Slice got;
+      (void)in->Read(size.synced, IOOptions(), &got, kept.data(), nullptr);
+      kept.resize(got.size());
+      if (got.data() != kept.data()) kept.assign(got.data(), got.size());
+      std::unique_ptr<FSWritableFile> out;
+      if (!target()->NewWritableFile(name, FileOptions(), &out, nullptr).ok()) continue;
+      (void)out->Append(Slice(kept), IOOptions(), nullptr);
+      (void)out->Close(IOOptions(), nullptr);
+      size.written = size.synced = kept.size();
+    }
+  }
+
+ private:
+  std::shared_ptr<FaultEnv::State> state_;
+};
+
+}  // namespace
+
+FaultEnv::FaultEnv()
+    : mem_(rocksdb::NewMemEnv(rocksdb::Env::Default())), state_(std::make_shared<State>()) {
+  fs_ = std::make_shared<FaultFileSystem>(mem_->GetFileSystem(), state_);
+  env_ = rocksdb::NewCompositeEnv(fs_);
+}
+
+FaultEnv::~FaultEnv() = default;
+
+void FaultEnv::Arm(uint64_t n, EnvFault fault) {
+  std::lock_guard lock(state_->mu);
+  state_->armed_at = n;
+  state_->fault = fault;
+}
+
+uint64_t FaultEnv::operations() const {
+  std::lock_guard lock(state_->mu);
+  return state_->ops;
+}
+
+uint64_t FaultEnv::fired() const {
+  std::lock_guard lock(state_->mu);
+  return state_->fired;
+}
+
+bool FaultEnv::dead() const {
+  std::lock_guard lock(state_->mu);
+  return state_->dead;
+}
+
+void FaultEnv::Restart() {
+  bool cut;
+  {
+    std::lock_guard lock(state_->mu);
+    cut = state_->power_cut;
+  }
+  if (cut) static_cast<FaultFileSystem*>(fs_.get())->DropUnsynced();
+  std::lock_guard lock(state_->mu);
+  state_->dead = state_->power_cut = false;
+}
+
+}  // namespace kvfold::sim

@@ -1,0 +1,786 @@
+// The fault-schedule simulation (SPEC §2's claim, measured): every scenario
+// runs under every fault schedule, through the product's own watcher,
+// repair and restore code, against the simulated bucket, with the node's
+// fold a REAL RocksDB fold on a fault-injecting in-memory file system, and
+// artifacts exported mid-run. After each schedule the oracles decide.
+//
+//   kvfold_sim [--deep] [--scenario NAME] [--threads N] [--limit N] [--verbose]
+//
+// Prints exactly one summary line, `sim: N schedules, M scenarios, D
+// divergences`, and exits 1 when D > 0 (the first divergences are detailed
+// on stderr). The default tier is sized for CI; --deep adds every pair of
+// commit faults and more.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kvfold/artifact.h"
+#include "kvfold/repair.h"
+#include "kvfold/watcher.h"
+#include "sim/fault_env.h"
+#include "sim/fault_fold.h"
+#include "sim/memory_transport.h"
+#include "sim/sim_bucket.h"
+#include "store/rocks_fold_env.h"
+
+namespace kvfold::sim {
+namespace {
+
+// Real time, except that sleeping (backoff, retries) passes at once.
+class InstantSleepClock final : public Clock {
+ public:
+  TimePoint Now() override {
+    std::lock_guard lock(mu_);
+    return std::chrono::steady_clock::now() + skipped_;
+  }
+  void SleepFor(std::chrono::milliseconds d, const std::stop_token&) override {
+    std::lock_guard lock(mu_);
+    skipped_ += d;
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::duration skipped_{0};
+};
+
+// One injected fault: at a commit attempt (FaultFold) or at a write
+// operation inside the store (FaultEnv), both counted over the schedule.
+struct Injection {
+  bool env = false;
+  int at = 0;
+  Fault commit = Fault::kNone;
+  EnvFault file = EnvFault::kNone;
+};
+
+struct Schedule {
+  std::vector<Injection> faults;
+  int persistent_run = 0;  // this run of the node fails every commit (0: none)
+  std::string Name() const {
+    std::string n;
+    for (const auto& f : faults) {
+      if (!n.empty()) n += "+";
+      n += std::string(f.env ? EnvFaultName(f.file) : FaultName(f.commit)) + "@" +
+           std::to_string(f.at);
+    }
+    if (persistent_run > 0) n += (n.empty() ? "" : "+") + std::string("persistent@run") + std::to_string(persistent_run);
+    return n.empty() ? "no-fault" : n;
+  }
+};
+
+struct Config {
+  size_t batch = 1;
+  bool server_filters = true;
+  std::string Name() const {
+    return "batch=" + std::to_string(batch) + (server_filters ? ",filtered" : ",unfiltered");
+  }
+};
+
+enum class Expect { kOk, kCursorExpired };
+
+// One schedule's world: the bucket, the node under test (RocksDB on the
+// fault env, behind the commit-level fault wrapper), the domain state its
+// apply hook keeps, an exporter node that keeps up, and the artifacts.
+class Harness {
+ public:
+  Harness(const Config& config, const Schedule& schedule)
+      : config_(config), schedule_(schedule) {
+    // The env takes one armed fault (schedules put at most one there),
+    // armed before the first open: opening the store writes too.
+    for (const auto& f : schedule.faults) {
+      if (f.env) env_.Arm(static_cast<uint64_t>(f.at), f.file);
+    }
+    source_ = NewArtifactSource(artifacts_);
+    if (!Open(/*first=*/true)) {  // recorded; the schedule runs on a stand-in
+      rocks_ = NewMemoryFold();
+      fault_fold_ = std::make_unique<FaultFold>(*rocks_);
+    }
+    for (const auto& f : schedule.faults) {
+      if (!f.env) fault_fold_->Add(f.at, f.commit);
+    }
+  }
+
+  SimBucket b;
+  Scope scope;
+
+  WatchOptions Options() const {
+    static InstantSleepClock clock;
+    WatchOptions o;
+    o.clock = &clock;
+    o.scope = scope;
+    o.batch_size = config_.batch;
+    o.commit_in_background = false;  // input-determined batches: reproducible
+    o.linger = std::chrono::milliseconds(1);
+    o.reconnect_backoff_min = std::chrono::milliseconds(1);
+    o.reconnect_backoff_max = std::chrono::milliseconds(4);
+    o.idle_probe = std::chrono::milliseconds(5);
+    o.floor_check = std::chrono::milliseconds(0);
+    o.repair_timeout = std::chrono::milliseconds(50);
+    o.until_caught_up = true;
+    o.artifacts = source_.get();
+    if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
+      o.log = [](std::string_view l) { std::fprintf(stderr, "watch: %.*s\n", (int)l.size(), l.data()); };
+    }
+    return o;
+  }
+
+  // Runs the node to completion the way an operator's supervisor would:
+  // a run that a fault ended is a dead process, restarted on the reopened
+  // store until it completes. A run without a fault must end as expected.
+  void Run(WatchOptions o, Expect expect = Expect::kOk) {
+    for (int life = 0; life < 16; ++life) {
+      ++runs_;
+      if (runs_ == schedule_.persistent_run) fault_fold_->FailEveryCommit();
+      const int fired_before = Fired();
+      Status s = Watch(b, *fault_fold_, Hooked(o));
+      if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
+        auto m = fault_fold_->ReadMeta();
+        std::fprintf(stderr, "sim: run %d: %s, cursor %s, bucket at %llu\n", runs_,
+                     s.ToString().c_str(),
+                     m.ok() && m->cursor ? std::to_string(*m->cursor).c_str() : "none",
+                     static_cast<unsigned long long>(b.last_seq()));
+      }
+      const bool faulted = Fired() != fired_before || fault_fold_->crashed() || env_.dead();
+      if (!faulted) {
+        const bool as_expected = expect == Expect::kOk ? s.ok() : s.IsCursorExpired();
+        if (!as_expected) Diverge("run " + std::to_string(runs_) + " ended " + s.ToString());
+        return;
+      }
+      if (s.ok() && !fault_fold_->crashed() && !env_.dead()) return;  // absorbed
+      if (!Restart()) return;
+    }
+    Diverge("no convergence after 16 restarts");
+  }
+
+  // The exporter node: a clean memory fold that keeps up and exports.
+  void KeepUpAndExport() {
+    WatchOptions o = Options();
+    o.artifacts = nullptr;
+    Status s = Watch(b, *exporter_, o);
+    if (!s.ok()) return Diverge("exporter: " + s.ToString());
+    Export(*exporter_);
+  }
+  void KeepUp() {
+    WatchOptions o = Options();
+    o.artifacts = nullptr;
+    Status s = Watch(b, *exporter_, o);
+    if (!s.ok()) Diverge("exporter: " + s.ToString());
+  }
+
+  // Exports the node's own fold as it stands (mid-catch-up when called
+  // from the hook). A dead or failing store may refuse; what is published
+  // must restore to the truth at its cursor.
+  void ExportNode() {
+    if (fault_fold_->crashed() || env_.dead()) return;
+    Export(*fault_fold_);
+  }
+
+  // Runs once per delivered change (after the oracle's bookkeeping).
+  std::function<void(const Change&)> on_change;
+
+  Fold& node() { return *fault_fold_; }
+  int node_attempts() const { return fault_fold_->attempts(); }
+  int runs() const { return runs_; }
+  uint64_t env_operations() const { return env_.operations(); }
+
+  // Writes straight into the node's store before its first run.
+  void Seed(const FoldCommit& c) {
+    Status s = fault_fold_->Commit(c);
+    if (!s.ok()) Diverge("seeding the node: " + s.ToString());
+    RebuildHook();
+  }
+
+  // The final oracles; returns the divergences found.
+  std::vector<std::string> Finish() {
+    if (!fault_fold_->crashed() && !env_.dead()) {
+      auto live = Live(*fault_fold_);
+      auto truth = b.Truth(scope);
+      if (live != truth) Diverge("fold != truth: " + Diff(live, truth));
+      if (hook_ != live) Diverge("hook state != fold: " + Diff(hook_, live));
+      AtRest("final");
+    } else {
+      Diverge("the schedule ended with a dead store");
+    }
+    CheckExports();
+    return divergences_;
+  }
+
+ private:
+  int Fired() const { return fault_fold_->fired() + static_cast<int>(env_.fired()); }
+
+  void Diverge(const std::string& what) {
+    if (divergences_.size() < 4) divergences_.push_back(what);
+  }
+
+  static std::map<std::string, Entry> Live(Fold& fold) {
+    std::map<std::string, Entry> out;
+    Status s = fold.Scan("", false, [&](std::string_view k, const Entry& e) {
+      out.emplace(std::string(k), e);
+      return true;
+    });
+    if (!s.ok()) out.emplace("<scan failed>", Entry{0, true, s.ToString()});
+    return out;
+  }
+
+  static std::string Diff(const std::map<std::string, Entry>& a,
+                          const std::map<std::string, Entry>& b) {
+    std::string d;
+    for (const auto& [k, e] : a) {
+      auto it = b.find(k);
+      if (it == b.end()) d += " +" + k + "@" + std::to_string(e.revision);
+      else if (!(it->second == e)) d += " ~" + k + "@" + std::to_string(e.revision) + "/" + std::to_string(it->second.revision);
+    }
+    for (const auto& [k, e] : b) {
+      if (!a.contains(k)) d += " -" + k + "@" + std::to_string(e.revision);
+    }
+    return d.size() > 300 ? d.substr(0, 300) + "..." : d;
+  }
+
+  WatchOptions Hooked(WatchOptions o) {
+    o.apply = [this](const Change& c) {
+      const std::string key(c.key);
+      if (b.created() != hook_stream_) {  // a recreated stream numbers anew
+        hook_revision_.clear();
+        hook_stream_ = b.created();
+      }
+      auto last = hook_revision_.find(key);
+      if (last != hook_revision_.end() && c.revision <= last->second) {
+        Diverge("hook: revision of " + key + " went backward to " + std::to_string(c.revision));
+      }
+      hook_revision_[key] = c.revision;
+      if (c.op == Op::kPut) {
+        hook_[key] = Entry{c.revision, false, std::string(c.value)};
+      } else {
+        if (b.Truth(scope, c.revision).contains(key)) {
+          Diverge("hook: phantom delete of " + key + " at " + std::to_string(c.revision));
+        }
+        hook_.erase(key);
+      }
+      if (on_change) on_change(c);
+      return Status::OK();
+    };
+    o.on_applied = [this](uint64_t cursor) { promised_ = std::max(promised_, cursor); };
+    return o;
+  }
+
+  void Export(Fold& fold) {
+    ExportOptions eo;
+    eo.chunk_raw_bytes = 256;  // many chunks: restores commit between them
+    auto m = ExportArtifact(fold, artifacts_, eo);
+    if (m.ok()) exports_.push_back(m->artifact_id);
+  }
+
+  // Opens the node's store (first time, or after a death).
+  bool Open(bool first) {
+    for (int tries = 0; tries < 4; ++tries) {
+      FoldOptions fo;  // durable commits, as shipped
+      auto r = store::OpenRocksFoldOnEnv("/fold", fo, env_.env());
+      if (r.ok()) {
+        rocks_ = std::move(r).value();
+        if (fault_fold_) {
+          fault_fold_->Reattach(*rocks_);
+        } else {
+          fault_fold_ = std::make_unique<FaultFold>(*rocks_);
+        }
+        if (!first) AtRest("restart");
+        RebuildHook();
+        return true;
+      }
+      if (!env_.dead() && !first) {
+        Diverge("the store does not reopen after a crash: " + r.status().ToString());
+        return false;
+      }
+      env_.Restart();  // it died while opening: start again
+    }
+    Diverge("the store never opened");
+    return false;
+  }
+
+  bool Restart() {
+    ++restarts_;
+    rocks_.reset();  // the dead process's store goes away
+    env_.Restart();
+    fault_fold_->StopFailing();  // the operator fixed the persistent failure
+    return Open(/*first=*/false);
+  }
+
+  // The service's state after a restart is what the fold holds.
+  void RebuildHook() {
+    hook_.clear();
+    hook_revision_.clear();
+    hook_stream_ = b.created();
+    (void)fault_fold_->Scan("", true, [&](std::string_view k, const Entry& e) {
+      hook_revision_[std::string(k)] = e.revision;
+      if (!e.deleted) hook_[std::string(k)] = e;
+      return true;
+    });
+  }
+
+  // Consistency at rest (after a crash, and at the end).
+  void AtRest(const std::string& when) {
+    auto meta = fault_fold_->ReadMeta();
+    if (!meta.ok()) return Diverge(when + ": meta unreadable: " + meta.status().ToString());
+    uint64_t live = 0, all = 0;
+    std::map<std::string, Entry> entries;
+    (void)fault_fold_->Scan("", true, [&](std::string_view k, const Entry& e) {
+      ++all;
+      if (!e.deleted) ++live;
+      if (!scope.Contains(k)) Diverge(when + ": out-of-scope key " + std::string(k));
+      entries.emplace(std::string(k), e);
+      return true;
+    });
+    if (meta->live_keys != live || meta->entries != all) {
+      Diverge(when + ": counters " + std::to_string(meta->live_keys) + "/" +
+              std::to_string(meta->entries) + " but the fold holds " + std::to_string(live) +
+              "/" + std::to_string(all));
+    }
+    const uint64_t cursor = meta->cursor.value_or(0);
+    if (meta->stream_created == created_) {
+      if (cursor < cursor_) {
+        Diverge(when + ": cursor went backward from " + std::to_string(cursor_) + " to " +
+                std::to_string(cursor));
+      }
+      if (cursor < promised_) {
+        Diverge(when + ": on_applied reported " + std::to_string(promised_) +
+                " but the store holds cursor " + std::to_string(cursor));
+      }
+    } else {
+      promised_ = 0;  // a rebuilt fold starts the new stream's sequences over
+    }
+    created_ = meta->stream_created;
+    cursor_ = cursor;
+    // The cursor's meaning: fold + retained tail = truth, where the tail is
+    // complete (nothing after the cursor evicted, same stream, no seed or
+    // restore half done).
+    uint64_t first_retained = b.last_seq() + 1;
+    for (const auto& r : b.log()) {
+      if (r.retained) {
+        first_retained = r.message.seq;
+        break;
+      }
+    }
+    if (b.created() != meta->stream_created || !meta->seeding.empty() || !meta->cursor ||
+        first_retained > cursor + 1) {
+      return;
+    }
+    for (const auto& r : b.log()) {
+      const BucketMessage& m = r.message;
+      if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
+      auto it = entries.find(m.key);
+      if (it != entries.end() && it->second.revision >= m.seq) continue;
+      entries[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
+    }
+    std::erase_if(entries, [](const auto& kv) { return kv.second.deleted; });
+    auto truth = b.Truth(scope);
+    if (entries != truth) Diverge(when + ": fold + tail != truth:" + Diff(entries, truth));
+  }
+
+  // Every artifact published during the schedule restores to the truth: a
+  // new node seeded from it catches up to the bucket. (An artifact is not
+  // the truth at its cursor: a later purge has already rolled up what it
+  // lacks.) One retention has left behind is refused, not restored.
+  void CheckExports() {
+    for (const auto& id : exports_) {
+      auto fold = NewMemoryFold();
+      SeedOptions so;
+      so.artifact_id = id;
+      auto m = SeedFold(*fold, artifacts_, so);
+      if (!m.ok()) {
+        Diverge("artifact " + id + " does not seed: " + m.status().ToString());
+        continue;
+      }
+      if (m->stream_created != b.created()) continue;  // an older stream's
+      WatchOptions o = Options();
+      o.artifacts = nullptr;
+      Status s = Watch(b, *fold, o);
+      if (s.IsCursorExpired()) continue;
+      if (!s.ok()) {
+        Diverge("a node seeded from " + id + " does not catch up: " + s.ToString());
+        continue;
+      }
+      auto live = Live(*fold);
+      auto truth = b.Truth(scope);
+      if (live != truth) Diverge("a node seeded from " + id + " != truth:" + Diff(live, truth));
+    }
+  }
+
+  Config config_;
+  Schedule schedule_;
+  FaultEnv env_;
+  std::unique_ptr<Fold> rocks_;
+  std::unique_ptr<FaultFold> fault_fold_;
+  std::unique_ptr<Fold> exporter_ = NewMemoryFold();
+  MemoryTransport artifacts_;
+  std::unique_ptr<ArtifactSource> source_;
+  std::vector<std::string> exports_;
+  std::map<std::string, Entry> hook_;
+  std::map<std::string, uint64_t> hook_revision_;
+  std::string hook_stream_;
+  uint64_t promised_ = 0;
+  uint64_t cursor_ = 0;
+  std::string created_;
+  int runs_ = 0;
+  int restarts_ = 0;
+  std::vector<std::string> divergences_;
+};
+
+// A mixed history over three prefixes: overwrites, deletes, purges, re-puts.
+void WriteHistory(SimBucket& b, int from, int rounds) {
+  for (int i = from; i < from + rounds; ++i) {
+    const std::string n = std::to_string(i % 4);
+    b.Put("a." + n, "v" + std::to_string(i));
+    b.Put("b." + n, "w" + std::to_string(i));
+    if (i % 3 == 1) b.Delete("a." + n);
+    if (i % 5 == 2) b.Purge("b." + n);
+    if (i % 4 == 3) b.Put("c", "c" + std::to_string(i));
+  }
+}
+
+struct Scenario {
+  const char* name;
+  std::function<void(Harness&)> run;
+  bool order_matters = false;  // also run with the server not filtering
+};
+
+std::vector<Scenario> Scenarios() {
+  std::vector<Scenario> s;
+  s.push_back({"normal", [](Harness& h) {
+                 WriteHistory(h.b, 0, 8);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"resume", [](Harness& h) {
+                 WriteHistory(h.b, 0, 4);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 4, 6);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"fresh-history-one", [](Harness& h) {
+                 h.b.SetHistoryOne(true);
+                 WriteHistory(h.b, 0, 8);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 8, 3);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"single-prefix", [](Harness& h) {
+                 h.scope = *Scope::Make({"a."});
+                 WriteHistory(h.b, 0, 4);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 4, 6);
+                 h.Run(h.Options());
+               }, true});
+  s.push_back({"multi-prefix", [](Harness& h) {
+                 h.scope = *Scope::Make({"a.", "c"});
+                 WriteHistory(h.b, 0, 4);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 4, 6);
+                 h.Run(h.Options());
+               }, true});
+  s.push_back({"resume-expired", [](Harness& h) {
+                 h.b.SetMaxMsgs(20);
+                 WriteHistory(h.b, 0, 3);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 for (int r = 3; r < 9; ++r) {
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 h.KeepUpAndExport();
+                 h.b.Put("after.export", "x");
+                 h.Run(h.Options());
+               }});
+  s.push_back({"mid-watch-trip", [](Harness& h) {
+                 h.b.SetMaxMsgs(20);
+                 WriteHistory(h.b, 0, 2);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 2, 6);
+                 bool overran = false;
+                 h.on_change = [&](const Change& c) {
+                   if (overran || c.origin != ChangeOrigin::kLive) return;
+                   overran = true;  // the bucket races past the busy node
+                   for (int r = 4; r < 10; ++r) {
+                     WriteHistory(h.b, r, 1);
+                     h.KeepUp();
+                   }
+                   h.KeepUpAndExport();
+                 };
+                 WatchOptions o = h.Options();
+                 o.batch_size = std::min<size_t>(o.batch_size, 3);
+                 h.Run(o);
+                 h.on_change = nullptr;
+                 h.Run(h.Options());  // whatever the trip left, a restart finishes
+               }});
+  s.push_back({"unanchored", [](Harness& h) {
+                 WriteHistory(h.b, 0, 4);
+                 FoldCommit stale;  // data without a cursor
+                 stale.entries["a.0"] = Entry{1, false, "v0"};
+                 stale.entries["gone"] = Entry{1, false, "deleted long ago"};
+                 h.Seed(stale);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"mid-catch-up-artifacts", [](Harness& h) {
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 6);
+                 int n = 0;
+                 h.on_change = [&](const Change&) {
+                   if (++n % 7 == 0) h.ExportNode();
+                 };
+                 h.Run(h.Options());
+                 h.on_change = nullptr;
+                 h.ExportNode();
+               }});
+  s.push_back({"relist-keep-current", [](Harness& h) {
+                 h.b.SetHistoryOne(true);
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 6);
+                 const uint64_t marker = h.b.Delete("b.1");
+                 h.b.Put("a.0", "last");
+                 h.b.PurgeMarker(marker);
+                 WatchOptions o = h.Options();
+                 o.repair = ExpiryRepair::kRelist;
+                 o.listing_memory_keys = 3;  // spills
+                 h.Run(o);
+               }});
+  s.push_back({"auto-relist", [](Harness& h) {
+                 h.b.SetHistoryOne(true);
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 6);
+                 const uint64_t marker = h.b.Delete("a.2");
+                 h.b.PurgeMarker(marker);
+                 h.Run(h.Options());  // auto: the listing is the truth here
+               }});
+  s.push_back({"auto-refuse-then-restore", [](Harness& h) {
+                 h.b.SetMaxMsgs(15);
+                 WriteHistory(h.b, 0, 2);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 for (int r = 2; r < 14; ++r) {
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 h.Run(h.Options(), Expect::kCursorExpired);  // no artifact yet
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+               }});
+  s.push_back({"relist-refused-evicting", [](Harness& h) {
+                 h.b.SetMaxMsgs(15);
+                 WriteHistory(h.b, 0, 2);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 for (int r = 2; r < 14; ++r) {
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 WatchOptions o = h.Options();
+                 o.repair = ExpiryRepair::kRelist;
+                 h.Run(o, Expect::kCursorExpired);
+                 h.KeepUpAndExport();
+                 o.repair = ExpiryRepair::kRestore;
+                 h.Run(o);
+               }});
+  s.push_back({"purged-marker-reconcile", [](Harness& h) {
+                 WriteHistory(h.b, 0, 4);
+                 h.Run(h.Options());
+                 const uint64_t marker = h.b.Delete("a.3");
+                 h.b.Put("c", "after");
+                 h.b.PurgeMarker(marker);
+                 WatchOptions o = h.Options();
+                 o.reconcile_every = std::chrono::milliseconds(1);
+                 o.until_caught_up = false;
+                 std::stop_source stop;
+                 o.stop = stop.get_token();
+                 o.log = [stop](std::string_view line) mutable {
+                   if (line.find("reconcile done") != std::string_view::npos) stop.request_stop();
+                 };
+                 h.Run(o);
+               }});
+  s.push_back({"recreated-stream", [](Harness& h) {
+                 WriteHistory(h.b, 0, 4);
+                 h.Run(h.Options());
+                 h.b.Recreate();
+                 WriteHistory(h.b, 10, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 13, 2);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"lagging-counters", [](Harness& h) {
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 4);
+                 h.b.LagPending(8);
+                 h.b.StallDeliveries(3);
+                 h.Run(h.Options());
+               }});
+  s.push_back({"limit-markers", [](Harness& h) {
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 h.b.LimitMarker("a.0");
+                 h.b.LimitMarker("b.1");
+                 WriteHistory(h.b, 3, 2);
+                 h.Run(h.Options());
+               }});
+  return s;
+}
+
+struct Job {
+  const Scenario* scenario;
+  Config config;
+  Schedule schedule;
+};
+
+// Each schedule kind of the issue, over the points a clean run reaches.
+// Pairs look `window` points ahead (every pair with --deep).
+std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep) {
+  const Fault kTransient[] = {Fault::kFailBefore, Fault::kFailAfter};
+  const Fault kCrash[] = {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kTorn};
+  const EnvFault kEnv[] = {EnvFault::kError, EnvFault::kKill, EnvFault::kKillTorn,
+                           EnvFault::kPowerCut};
+  auto commit = [](int at, Fault f) { return Injection{false, at, f, EnvFault::kNone}; };
+  std::vector<Schedule> out;
+  out.push_back({});
+  // Faults change the run (retries, restarts): look a little past the end.
+  const int last = commits + 2;
+  for (int at = 1; at <= last; ++at) {
+    for (Fault f : kTransient) out.push_back({{commit(at, f)}});
+    for (Fault f : kCrash) out.push_back({{commit(at, f)}});
+  }
+  for (int at = 1; at <= ops + 4; ++at) {
+    for (EnvFault f : kEnv) out.push_back({{Injection{true, at, Fault::kNone, f}}});
+  }
+  const int window = deep ? last : 8;
+  for (int a = 1; a <= last; ++a) {
+    for (int b = a + 1; b <= std::min(last, a + window); ++b) {
+      for (Fault f1 : kTransient) {
+        for (Fault f2 : kTransient) out.push_back({{commit(a, f1), commit(b, f2)}});
+        for (Fault f2 : kCrash) out.push_back({{commit(a, f1), commit(b, f2)}});
+      }
+      for (Fault f1 : kCrash) {
+        for (Fault f2 : kCrash) out.push_back({{commit(a, f1), commit(b, f2)}});
+      }
+    }
+  }
+  // A commit crash, then a crash inside the store on the restart.
+  if (deep) {
+    for (int a = 1; a <= last; ++a) {
+      for (int at = 1; at <= ops; at += 3) {
+        out.push_back({{commit(a, Fault::kCrashBefore), Injection{true, at, Fault::kNone, EnvFault::kPowerCut}}});
+      }
+    }
+  }
+  for (int r = 1; r <= runs; ++r) {
+    Schedule p;
+    p.persistent_run = r;
+    out.push_back(p);
+  }
+  return out;
+}
+
+struct Options {
+  bool deep = false;
+  bool verbose = false;
+  std::string only;
+  int threads = 2;
+  size_t limit = 0;  // schedules per scenario and configuration (0: all)
+};
+
+int Main(const Options& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Scenario> scenarios = Scenarios();
+  std::vector<Job> jobs;
+  int scenario_count = 0;
+  for (const Scenario& sc : scenarios) {
+    if (!opt.only.empty() && opt.only != sc.name) continue;
+    ++scenario_count;
+    std::vector<Config> configs = {{1, true}, {100, true}};
+    if (sc.order_matters) configs.push_back({1, false}), configs.push_back({100, false});
+    for (const Config& c : configs) {
+      Harness clean(c, Schedule{});
+      sc.run(clean);
+      const int commits = clean.node_attempts();
+      const int ops = static_cast<int>(clean.env_operations());
+      const int runs = clean.runs();
+      std::vector<Schedule> all = Schedules(commits, ops, runs, opt.deep);
+      if (opt.limit > 0 && all.size() > opt.limit) all.resize(opt.limit);
+      if (opt.verbose) {
+        std::fprintf(stderr, "sim: %s %s: %d commits, %d store writes, %d runs, %zu schedules\n",
+                     sc.name, c.Name().c_str(), commits, ops, runs, all.size());
+      }
+      for (auto& s : all) jobs.push_back(Job{&sc, c, std::move(s)});
+    }
+  }
+  if (scenario_count == 0) {
+    std::fprintf(stderr, "sim: no scenario named %s\n", opt.only.c_str());
+    return 2;
+  }
+
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> diverged{0};
+  std::mutex out_mu;
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      const Job& j = jobs[i];
+      Harness h(j.config, j.schedule);
+      j.scenario->run(h);
+      std::vector<std::string> d = h.Finish();
+      if (d.empty()) continue;
+      if (diverged++ < 10) {
+        std::lock_guard lock(out_mu);
+        std::fprintf(stderr, "DIVERGED %s [%s] %s:\n", j.scenario->name, j.config.Name().c_str(),
+                     j.schedule.Name().c_str());
+        for (const auto& line : d) std::fprintf(stderr, "  %s\n", line.c_str());
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < opt.threads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::steady_clock::now() - start).count();
+  if (opt.verbose) std::fprintf(stderr, "sim: %lld s\n", static_cast<long long>(secs));
+  std::printf("sim: %zu schedules, %d scenarios, %zu divergences\n", jobs.size(),
+              scenario_count, diverged.load());
+  return diverged.load() == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace kvfold::sim
+
+int main(int argc, char** argv) {
+  kvfold::sim::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--deep") {
+      opt.deep = true;
+    } else if (a == "--verbose") {
+      opt.verbose = true;
+    } else if (a == "--scenario" && i + 1 < argc) {
+      opt.only = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      opt.threads = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--limit" && i + 1 < argc) {
+      opt.limit = static_cast<size_t>(std::atoll(argv[++i]));
+    } else {
+      std::fprintf(stderr,
+                   "usage: kvfold_sim [--deep] [--scenario NAME] [--threads N] [--limit N] "
+                   "[--verbose]\n");
+      return 2;
+    }
+  }
+  return kvfold::sim::Main(opt);
+}
