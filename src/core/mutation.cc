@@ -38,6 +38,9 @@ constexpr const char* kKnown[] = {
     "pointer-any-direction",      // pointer rule: the pointer may move backward
     "manifest-skip-checksum",     // manifest frame: checksum not checked
     "chunk-skip-sha256",          // chunk reader: SHA-256 not checked
+    // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
+    "delivery-ignore-gap",        // ordered delivery: a skipped consumer sequence passes
+    "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
 };
 
 const char* Active() {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/mutation.h"
 #include "nats/kv_subjects.h"
 
 namespace kvfold::nats {
@@ -201,7 +202,8 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
         natsConnection_Publish(conn_->raw(), stalled.c_str(), nullptr, 0);
       }
       const std::string last = Header(msg, "Nats-Last-Consumer");
-      if (!last.empty() && last != std::to_string(last_consumer_seq_)) {
+      if (!last.empty() && last != std::to_string(last_consumer_seq_) &&
+          !KVFOLD_MUTANT("delivery-ignore-heartbeat-gap")) {
         return Reset("heartbeat says the consumer sent message " + last +
                      " but only " + std::to_string(last_consumer_seq_) +
                      " arrived");
@@ -219,7 +221,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
                                             "metadata (reply \"") +
                                 (reply ? reply : "") + "\")");
     }
-    if (ack->consumer_seq != last_consumer_seq_ + 1) {
+    if (ack->consumer_seq != last_consumer_seq_ + 1 && !KVFOLD_MUTANT("delivery-ignore-gap")) {
       return Reset("consumer sequence jumped from " +
                    std::to_string(last_consumer_seq_) + " to " +
                    std::to_string(ack->consumer_seq));

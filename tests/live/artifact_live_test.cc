@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "artifact/manifest_codec.h"
 #include "artifact/object_store_transport.h"
 #include "artifact/signer.h"
 #include "core/base64.h"
@@ -479,6 +480,107 @@ TEST_F(ArtifactLiveTest, CliPruneMinAgeAndDiscardingAnUnfinishedSeed) {
   CliExit discarded = run({"seed", "--fold", seeded, "--from", arts, "--discard-unfinished"});
   EXPECT_EQ(discarded.code, 0) << discarded.err;
   EXPECT_EQ(run({"dump", "--fold", seeded}).out, run({"dump", "--fold", fold}).out);
+}
+
+// Invariant: an artifact of bucket A never seeds a fold for bucket B, asked
+// for by --bucket or recorded in the fold; the refusal names both and
+// leaves nothing behind. The unit tests (artifact_test.cc) pin the rule on
+// the library; this is the kvfold binary, RocksDB and a real export.
+TEST_F(ArtifactLiveTest, CliSeedRefusesAnArtifactOfAnotherBucket) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 20; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
+  ASSERT_EQ(run({"mirror", "--server", server_.url(), "--bucket", "app", "--fold",
+                 dir_.path() + "/fold", "--until-caught-up"}).code, 0);
+  ASSERT_EQ(run({"export", "--fold", dir_.path() + "/fold", "--to", arts}).code, 0);
+
+  const std::string fresh = dir_.path() + "/fresh";
+  CliExit asked = run({"seed", "--fold", fresh, "--from", arts, "--bucket", "other"});
+  EXPECT_EQ(asked.code, 1) << asked.err;
+  EXPECT_NE(asked.err.find("is of bucket app, not other"), std::string::npos) << asked.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+
+  // A fold that records bucket other (its first mirror received nothing)
+  // takes only that bucket's artifacts, with no --bucket to say so.
+  const std::string recorded = dir_.path() + "/recorded";
+  {
+    auto fold = NewFold("recorded");
+    FoldCommit first_run;
+    first_run.bucket = "other";
+    first_run.scope = std::vector<std::string>{""};
+    ASSERT_TRUE(fold->Commit(first_run).ok());
+  }
+  const std::string before = run({"dump", "--fold", recorded, "--json"}).out;
+  const std::string status_before = run({"status", "--fold", recorded, "--json"}).out;
+  CliExit implied = run({"seed", "--fold", recorded, "--from", arts});
+  EXPECT_EQ(implied.code, 1) << implied.err;
+  EXPECT_NE(implied.err.find("is of bucket app, not other"), std::string::npos) << implied.err;
+  EXPECT_EQ(run({"dump", "--fold", recorded, "--json"}).out, before);
+  EXPECT_EQ(run({"status", "--fold", recorded, "--json"}).out, status_before);
+
+  // The artifact itself is fine: the bucket was the only reason.
+  EXPECT_EQ(run({"seed", "--fold", fresh, "--from", arts, "--bucket", "app"}).code, 0);
+}
+
+// Invariant: an artifact whose manifest needs a newer reader than this
+// build is refused by every path that reads it -- verify, seed, and a
+// running mirror's restore -- with an error naming both versions and the
+// fix, and nothing is written. artifact_test.cc pins the rule on the
+// library's seed; here a real mirror, which would otherwise restore from
+// this very artifact (fresh, same stream, inside retention), must refuse it
+// and leave its fold as it was.
+TEST_F(ArtifactLiveTest, CliRefusesAnArtifactOfANewerSchemaOnEveryPath) {
+  kv_.CreateBucket("app", {{"max_msgs", 30}, {"discard", "old"}});
+  for (int i = 0; i < 10; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  const std::string behind = dir_.path() + "/behind", ahead = dir_.path() + "/ahead";
+  auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
+  auto mirror = [&](const std::string& fold, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "app",
+                                     "--fold", fold, "--until-caught-up"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  ASSERT_EQ(mirror(behind, {}).code, 0);
+  // The bucket evicts what `behind` has not read; a node that kept up (by
+  // --repair none from a fresh start here) exports an artifact it could use.
+  for (int i = 0; i < 50; ++i) kv_.Put("app", "n" + std::to_string(i), "w");
+  ASSERT_EQ(mirror(ahead, {"--repair", "none"}).code, 0);
+  ASSERT_EQ(run({"export", "--fold", ahead, "--to", arts}).code, 0);
+
+  auto to = OpenTransport(arts, connect_);
+  ASSERT_TRUE(to.ok());
+  const std::string id = *LatestArtifactId(**to);
+  const std::string manifest_path = dir_.path() + "/arts/" + id + "/manifest";
+  wire::ManifestEnvelope env;
+  wire::Manifest m;
+  ASSERT_TRUE(artifact::DecodeManifestFrame(ReadWholeFile(manifest_path), "m", &env, &m).ok());
+  m.set_schema_version(7);
+  m.set_min_reader_version(5);
+  env.set_manifest(m.SerializeAsString());
+  const std::string newer = artifact::EncodeManifestFrame(env);
+  std::ofstream(manifest_path, std::ios::binary | std::ios::trunc) << newer;
+  const std::string why =
+      "has schema version 7 and needs a reader of schema 5 or newer; this kvfold reads schema 1. "
+      "Upgrade kvfold on this node.";
+
+  CliExit verify = run({"artifacts", "verify", arts});
+  EXPECT_EQ(verify.code, 1) << verify.err;
+  EXPECT_NE(verify.err.find(why), std::string::npos) << verify.err;
+
+  CliExit seed = run({"seed", "--fold", dir_.path() + "/seeded", "--from", arts});
+  EXPECT_EQ(seed.code, 1) << seed.err;
+  EXPECT_NE(seed.err.find(why), std::string::npos) << seed.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/seeded"));
+
+  const std::string dump_before = run({"dump", "--fold", behind, "--json"}).out;
+  CliExit restore =
+      mirror(behind, {"--repair", "restore", "--artifacts", arts, "--repair-timeout", "1s"});
+  EXPECT_EQ(restore.code, 3) << restore.err;
+  EXPECT_NE(restore.err.find(why), std::string::npos) << restore.err;
+  EXPECT_EQ(run({"dump", "--fold", behind, "--json"}).out, dump_before);
+  EXPECT_EQ(ReadWholeFile(manifest_path), newer);  // nobody rewrote or removed it
 }
 
 }  // namespace

@@ -1,0 +1,207 @@
+#include "live/nats_proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace kvfold::live {
+namespace {
+
+bool SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Reads what is there (blocking for at least one byte); false at EOF or error.
+bool ReadSome(int fd, std::string* into) {
+  char buf[64 * 1024];
+  while (true) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    into->append(buf, static_cast<size_t>(n));
+    return true;
+  }
+}
+
+std::vector<std::string_view> Fields(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+void NoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+}  // namespace
+
+NatsProxy::NatsProxy(int server_port) : server_port_(server_port) {
+  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;  // the kernel picks a free port; no race with FreePort()
+  socklen_t len = sizeof(addr);
+  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listen_fd_, 16) != 0 ||
+      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("nats proxy: cannot listen on loopback");
+    std::abort();
+  }
+  port_ = ntohs(addr.sin_port);
+  acceptor_ = std::thread([this] { AcceptLoop(); });
+}
+
+NatsProxy::~NatsProxy() {
+  stopping_ = true;
+  // shutdown() wakes the blocked accept() and recv() calls; the fds are
+  // closed only after the threads using them are joined.
+  shutdown(listen_fd_, SHUT_RDWR);
+  acceptor_.join();
+  close(listen_fd_);
+  // Joined without the lock: a reader may be waiting for it in TakeDrop.
+  std::vector<std::unique_ptr<Link>> links;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    links.swap(links_);
+  }
+  for (auto& link : links) {
+    shutdown(link->client, SHUT_RDWR);
+    shutdown(link->server, SHUT_RDWR);
+    link->up.join();
+    link->down.join();
+    close(link->client);
+    close(link->server);
+  }
+}
+
+void NatsProxy::DropNextDelivery(const std::string& subject) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drop_subject_ = subject;
+}
+
+bool NatsProxy::TakeDrop(std::string_view subject, std::string_view reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!drop_subject_ || subject != *drop_subject_ || !reply.starts_with("$JS.ACK.")) {
+    return false;
+  }
+  drop_subject_.reset();
+  ++dropped_;
+  return true;
+}
+
+void NatsProxy::AcceptLoop() {
+  while (!stopping_) {
+    const int client = accept(listen_fd_, nullptr, nullptr);
+    if (client < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;  // shut down
+    }
+    const int server = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(server_port_));
+    if (server < 0 || connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      // As a dead server looks to the client: the connection closes.
+      if (server >= 0) close(server);
+      close(client);
+      continue;
+    }
+    NoDelay(client);
+    NoDelay(server);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      close(client);
+      close(server);
+      return;
+    }
+    auto link = std::make_unique<Link>();
+    link->client = client;
+    link->server = server;
+    Link* l = link.get();
+    l->up = std::thread([this, l] { CopyUp(l); });
+    l->down = std::thread([this, l] { CopyDown(l); });
+    links_.push_back(std::move(link));
+  }
+}
+
+// Either side closing closes the other, as a real connection loss would.
+void NatsProxy::CopyUp(Link* link) {
+  std::string buf;
+  while (ReadSome(link->client, &buf) && SendAll(link->server, buf)) buf.clear();
+  shutdown(link->server, SHUT_RDWR);
+  shutdown(link->client, SHUT_RDWR);
+}
+
+void NatsProxy::CopyDown(Link* link) {
+  std::string buf, out;
+  while (ReadSome(link->server, &buf)) {
+    FilterServerBytes(&buf, &out);
+    if (!SendAll(link->client, out)) break;
+    out.clear();
+  }
+  shutdown(link->server, SHUT_RDWR);
+  shutdown(link->client, SHUT_RDWR);
+}
+
+void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
+  const std::string& b = *buffer;
+  size_t start = 0;
+  while (true) {
+    const size_t eol = b.find("\r\n", start);
+    if (eol == std::string::npos) break;
+    const std::string_view line(b.data() + start, eol - start);
+    const bool msg = line.starts_with("MSG ");
+    const bool hmsg = line.starts_with("HMSG ");
+    if (!msg && !hmsg) {  // INFO, PING, PONG, +OK, -ERR: one line each
+      out->append(b, start, eol + 2 - start);
+      start = eol + 2;
+      continue;
+    }
+    // MSG <subject> <sid> [reply] <#bytes>
+    // HMSG <subject> <sid> [reply] <#header bytes> <#total bytes>
+    const auto f = Fields(line);
+    const size_t with_reply = msg ? 5 : 6;
+    if (f.size() != with_reply && f.size() != with_reply - 1) {
+      std::fprintf(stderr, "nats proxy: unparsable line from the server: %.*s\n",
+                   static_cast<int>(line.size()), line.data());
+      std::abort();
+    }
+    size_t total = 0;
+    const std::string_view size = f.back();
+    if (std::from_chars(size.data(), size.data() + size.size(), total).ec != std::errc()) {
+      std::fprintf(stderr, "nats proxy: bad size in: %.*s\n", static_cast<int>(line.size()),
+                   line.data());
+      std::abort();
+    }
+    const size_t end = eol + 2 + total + 2;  // payload, then its CRLF
+    if (b.size() < end) break;               // the rest is still on its way
+    const std::string_view reply = f.size() == with_reply ? f[3] : std::string_view();
+    if (!TakeDrop(f[1], reply)) out->append(b, start, end - start);
+    start = end;
+  }
+  buffer->erase(0, start);
+}
+
+}  // namespace kvfold::live

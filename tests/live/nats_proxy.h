@@ -1,0 +1,75 @@
+// A TCP proxy between NATS clients and one nats-server, on a free loopback
+// port. Bytes pass both ways untouched, except that it can be told to drop
+// one message the server delivers to a JetStream consumer: the lost message
+// the ordered consumer's sequence and heartbeat checks exist for, which no
+// real server produces on demand.
+//
+// Only the server->client direction is parsed (MSG and HMSG frames, read
+// whole across partial reads); everything else is forwarded as it arrives.
+//
+// Thread safety: all methods may be called from any thread.
+
+#ifndef KVFOLD_TESTS_LIVE_NATS_PROXY_H_
+#define KVFOLD_TESTS_LIVE_NATS_PROXY_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace kvfold::live {
+
+class NatsProxy {
+ public:
+  // Listens at once; connects each accepted client to 127.0.0.1:server_port.
+  explicit NatsProxy(int server_port);
+  // Closes every connection (clients see a lost connection) and joins.
+  ~NatsProxy();
+  NatsProxy(const NatsProxy&) = delete;
+  NatsProxy& operator=(const NatsProxy&) = delete;
+
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+
+  // Drops the next message the server sends on `subject` with a JetStream
+  // ack reply ($JS.ACK.…): a consumer's delivery, never a heartbeat, flow
+  // control or API reply. Once; a second call re-arms it.
+  void DropNextDelivery(const std::string& subject);
+  // Messages dropped so far.
+  int dropped() const { return dropped_.load(); }
+
+  // Moves the complete frames at the front of *buffer to *out, minus a
+  // dropped one; an incomplete tail stays in *buffer for the next read.
+  // Public for the proxy's own parsing test.
+  void FilterServerBytes(std::string* buffer, std::string* out);
+
+ private:
+  struct Link {
+    int client = -1;
+    int server = -1;
+    std::thread up;    // client -> server
+    std::thread down;  // server -> client, filtered
+  };
+
+  void AcceptLoop();
+  void CopyUp(Link* link);
+  void CopyDown(Link* link);
+  bool TakeDrop(std::string_view subject, std::string_view reply);
+
+  int listen_fd_ = -1;
+  int server_port_ = 0;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> dropped_{0};
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::optional<std::string> drop_subject_;   // guarded by mu_
+  std::vector<std::unique_ptr<Link>> links_;  // guarded by mu_
+};
+
+}  // namespace kvfold::live
+
+#endif  // KVFOLD_TESTS_LIVE_NATS_PROXY_H_
