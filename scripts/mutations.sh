@@ -1,26 +1,50 @@
 #!/usr/bin/env bash
-# Runs the unit + simulation tests once per mutation point (see
-# src/core/mutation.h), switched at run time by KVFOLD_MUTATION in a build
-# made with -DKVFOLD_MUTATIONS=ON, and fails unless every mutant is caught.
+# Runs the tests once per mutation point (see src/core/mutation.h), switched
+# at run time by KVFOLD_MUTATION in a build made with -DKVFOLD_MUTATIONS=ON,
+# and fails unless every mutant is caught. A mutant is tried against the
+# unit + simulation tests first, then the live tests that drive the real
+# delivery through a dropping proxy (a real nats-server), then the
+# fault-schedule simulation's quick tier (faults inside the store); the
+# first tier that fails catches it.
 #   scripts/mutations.sh [BUILD_DIR]      (default build-asan, as test.sh builds it)
+# Prints `mutation NAME: caught by TIER` per mutant, then exactly one line
+# `mutations: K/N caught`, and lists the survivors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-asan}
-bin="$dir/tests/kvfold_unit_tests"
-[ -x "$bin" ] || { echo "mutations: $bin not built (scripts/test.sh builds it)" >&2; exit 1; }
+unit="$dir/tests/kvfold_unit_tests"
+sim="$dir/tests/kvfold_sim"
+live="$dir/tests/kvfold_live_tests"
+for bin in "$unit" "$sim" "$live"; do
+  [ -x "$bin" ] || { echo "mutations: $bin not built (scripts/test.sh builds it)" >&2; exit 1; }
+done
 mutants=$(sed -n 's/^ *"\([a-z0-9-]*\)",.*/\1/p' src/core/mutation.cc)
-survived=0
+log=$(mktemp -t kvfold-mutant-XXXXXX)
+trap 'rm -f "$log"' EXIT
+
+# A mutant that makes a tier hang is caught too, after the timeout.
+caught_by() {
+  local m=$1
+  KVFOLD_MUTATION="$m" timeout 180 "$unit" --gtest_brief=1 >"$log" 2>&1 || { echo unit; return; }
+  KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 \
+    --gtest_filter='DeliveryGapLiveTest.*' >"$log" 2>&1 || { echo live; return; }
+  KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick >"$log" 2>&1 || { echo sim; return; }
+  echo ""
+}
+
+survivors=()
 for m in $mutants; do
-  # A mutant that makes a test hang is caught too, after the timeout.
-  if KVFOLD_MUTATION="$m" timeout 120 "$bin" --gtest_brief=1 >/tmp/kvfold-mutant-$$.log 2>&1; then
+  tier=$(caught_by "$m")
+  if [ -z "$tier" ]; then
     echo "mutation $m: NOT caught"
-    survived=$((survived + 1))
+    survivors+=("$m")
   else
-    failed=$(grep -c '^\[  FAILED  \].*ms)$' /tmp/kvfold-mutant-$$.log || true)
-    echo "mutation $m: caught ($failed failing tests)"
+    echo "mutation $m: caught by $tier"
   fi
 done
-rm -f /tmp/kvfold-mutant-$$.log
 total=$(echo "$mutants" | wc -w)
-echo "mutations: $((total - survived)) of $total caught"
-[ "$survived" -eq 0 ]
+echo "mutations: $((total - ${#survivors[@]}))/$total caught"
+if [ "${#survivors[@]}" -gt 0 ]; then
+  echo "mutations: survivors: ${survivors[*]}" >&2
+  exit 1
+fi

@@ -56,10 +56,12 @@ class RocksFold final : public Fold {
         format_v1_(format_v1) {}
 
   ~RocksFold() override {
-    if (!options_.read_only) {
+    if (!options_.read_only && !write_failed_) {
       // A clean close leaves nothing to replay: the next open (a resume)
       // costs the same whatever the fold's size. Best effort: the WAL
-      // still holds everything if this fails.
+      // still holds everything if this fails. Not after a failed write:
+      // RocksDB then holds a background error, and a flush would only fail
+      // after a back-off of a second.
       rocksdb::FlushOptions flush;
       flush.wait = true;
       (void)db_->Flush(flush);
@@ -198,7 +200,10 @@ class RocksFold final : public Fold {
       rocksdb::WriteOptions wo;
       wo.sync = options_.sync;
       auto s = db_->Write(wo, &first);
-      if (!s.ok()) return FromRocks(s, "committing to fold " + path_);
+      if (!s.ok()) {
+        write_failed_ = true;
+        return FromRocks(s, "committing to fold " + path_);
+      }
     } else if (commit.cursor) {
       put_meta(kCursorName, store::EncodeU64(*commit.cursor));
     }
@@ -228,7 +233,10 @@ class RocksFold final : public Fold {
     rocksdb::WriteOptions wo;
     wo.sync = options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync");
     auto s = db_->Write(wo, &batch);
-    if (!s.ok()) return FromRocks(s, "committing to fold " + path_);
+    if (!s.ok()) {
+      write_failed_ = true;
+      return FromRocks(s, "committing to fold " + path_);
+    }
     return Status::OK();
   }
 
@@ -250,6 +258,7 @@ class RocksFold final : public Fold {
   // A format-1 fold read as it is: whatever max_revision it holds, a build
   // that did not keep it may have written after.
   bool format_v1_;
+  bool write_failed_ = false;  // a commit failed: no flush on close
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.

@@ -2,6 +2,7 @@
 
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/system_clock.h>
 
 #include <string_view>
 #include <vector>
@@ -41,8 +42,10 @@ struct FaultEnv::State {
   std::map<std::string, Size> files;
 
   // What happens to the write operation about to run: kNone goes ahead.
-  EnvFault Next() {
+  // Only `counted` operations can be the armed one.
+  EnvFault Next(bool counted = true) {
     if (dead) return EnvFault::kKill;
+    if (!counted) return EnvFault::kNone;
     if (++ops != armed_at || fault == EnvFault::kNone) return EnvFault::kNone;
     ++fired;
     if (fault == EnvFault::kKill || fault == EnvFault::kKillTorn ||
@@ -56,10 +59,23 @@ struct FaultEnv::State {
 
 namespace {
 
+// A write error is reported. A death is not: the process is gone, so
+// nothing it does afterwards reaches the disk, and nothing it does matters
+// (FaultFold reports the death to the watcher). Reporting it would only
+// send RocksDB into its error paths, whose flush retry sleeps a second.
 IOStatus Injected(EnvFault f) {
-  return f == EnvFault::kError ? IOStatus::IOError("simulated write error")
-                               : IOStatus::IOError("simulated crash: the process is gone");
+  return f == EnvFault::kError ? IOStatus::IOError("simulated write error") : IOStatus::OK();
 }
+
+// What a dead process opens for writing: nothing reaches the disk.
+class VoidFile final : public FSWritableFile {
+ public:
+  IOStatus Append(const Slice&, const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Close(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Flush(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Sync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  uint64_t GetFileSize(const IOOptions&, IODebugContext*) override { return 0; }
+};
 
 bool Counted(const std::string& name) {
   const std::string_view base = std::string_view(name).substr(name.rfind('/') + 1);
@@ -96,7 +112,7 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
   }
   IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* d) override {
     std::lock_guard lock(state_->mu);
-    if (state_->dead) return Injected(EnvFault::kKill);
+    if (state_->dead) return IOStatus::OK();
     auto& sz = state_->files[name_];
     sz.written = size;
     sz.synced = std::min(sz.synced, size);
@@ -107,7 +123,7 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
   template <class F>
   IOStatus Write(const Slice& data, F write) {
     std::lock_guard lock(state_->mu);
-    const EnvFault f = Counted(name_) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
+    const EnvFault f = state_->Next(Counted(name_));
     if (f == EnvFault::kKillTorn && data.size() > 1) {
       const Slice half(data.data(), data.size() / 2);
       if (write(half).ok()) state_->files[name_].written += half.size();
@@ -120,7 +136,7 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
   template <class F>
   IOStatus Synced(F sync) {
     std::lock_guard lock(state_->mu);
-    const EnvFault f = Counted(name_) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
+    const EnvFault f = state_->Next(Counted(name_));
     if (f != EnvFault::kNone) return Injected(f);
     IOStatus s = sync();
     if (s.ok()) state_->files[name_].synced = state_->files[name_].written;
@@ -142,8 +158,12 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
                            std::unique_ptr<FSWritableFile>* r, IODebugContext* d) override {
     {
       std::lock_guard lock(state_->mu);
-      const EnvFault fault = Counted(f) ? state_->Next() : (state_->dead ? EnvFault::kKill : EnvFault::kNone);
-      if (fault != EnvFault::kNone) return Injected(fault);
+      const EnvFault fault = state_->Next(Counted(f));
+      if (fault == EnvFault::kError) return Injected(fault);
+      if (fault != EnvFault::kNone) {
+        *r = std::make_unique<VoidFile>();
+        return IOStatus::OK();
+      }
       state_->files[f] = {};
     }
     std::unique_ptr<FSWritableFile> file;
@@ -155,7 +175,10 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
                               std::unique_ptr<FSWritableFile>* r, IODebugContext* d) override {
     {
       std::lock_guard lock(state_->mu);
-      if (state_->dead) return Injected(EnvFault::kKill);
+      if (state_->dead) {
+        *r = std::make_unique<VoidFile>();
+        return IOStatus::OK();
+      }
     }
     std::unique_ptr<FSWritableFile> file;
     IOStatus s = target()->ReopenWritableFile(f, o, &file, d);
@@ -183,7 +206,7 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   }
   IOStatus DeleteFile(const std::string& f, const IOOptions& o, IODebugContext* d) override {
     std::lock_guard lock(state_->mu);
-    if (state_->dead) return Injected(EnvFault::kKill);
+    if (state_->dead) return IOStatus::OK();
     state_->files.erase(f);
     return target()->DeleteFile(f, o, d);
   }
@@ -212,12 +235,30 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   std::shared_ptr<FaultEnv::State> state_;
 };
 
+// RocksDB backs off a second after a failed background flush; the
+// simulation's time does not pass while it waits.
+class InstantSleepClock final : public rocksdb::SystemClockWrapper {
+ public:
+  using SystemClockWrapper::SystemClockWrapper;
+  const char* Name() const override { return "KvfoldInstantSleepClock"; }
+  void SleepForMicroseconds(int) override {}
+};
+
+class SimEnv final : public rocksdb::EnvWrapper {
+ public:
+  explicit SimEnv(std::unique_ptr<rocksdb::Env> composite) : EnvWrapper(std::move(composite)) {
+    system_clock_ = std::make_shared<InstantSleepClock>(target()->GetSystemClock());
+  }
+  const char* Name() const override { return "KvfoldSimEnv"; }
+  void SleepForMicroseconds(int) override {}
+};
+
 }  // namespace
 
 FaultEnv::FaultEnv()
     : mem_(rocksdb::NewMemEnv(rocksdb::Env::Default())), state_(std::make_shared<State>()) {
   fs_ = std::make_shared<FaultFileSystem>(mem_->GetFileSystem(), state_);
-  env_ = rocksdb::NewCompositeEnv(fs_);
+  env_ = std::make_unique<SimEnv>(rocksdb::NewCompositeEnv(fs_));
 }
 
 FaultEnv::~FaultEnv() = default;

@@ -24,9 +24,10 @@ namespace kvfold::sim {
 enum class EnvFault {
   kNone,
   kError,     // this one write operation fails (IOError); later ones work
-  kKill,      // the process dies before this operation: it and all later fail
+  kKill,      // the process dies before this operation: nothing from it on
+              // reaches the disk
   kKillTorn,  // dies halfway through this append (half its bytes written)
-  kPowerCut,  // dies here, and the restart sees only synced data
+  kPowerCut,  // dies here, and the restart sees only what was synced
 };
 
 const char* EnvFaultName(EnvFault f);

@@ -18,41 +18,45 @@ const char* FaultName(Fault f) {
 }
 
 Status FaultFold::Get(std::string_view key, Entry* out) {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   return inner_->Get(key, out);
 }
 
 Status FaultFold::Scan(std::string_view prefix, bool include_tombstones,
                        const std::function<bool(std::string_view, const Entry&)>& fn) {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   return inner_->Scan(prefix, include_tombstones, fn);
 }
 
 Status FaultFold::ScanFrom(std::string_view start_key, bool include_tombstones,
                            const std::function<bool(std::string_view, const Entry&)>& fn) {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   return inner_->ScanFrom(start_key, include_tombstones, fn);
 }
 
 StatusOr<FoldMeta> FaultFold::ReadMeta() {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   return inner_->ReadMeta();
 }
 
 StatusOr<std::unique_ptr<FoldSnapshot>> FaultFold::Snapshot() {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   return inner_->Snapshot();
 }
 
 Status FaultFold::Commit(const FoldCommit& commit) {
-  if (crashed_) return Dead();
+  if (Died()) return Dead();
   ++attempts_;
   if (fail_all_) {
     ++fired_;
     return Status::IOError("simulated persistent store failure");
   }
   auto armed = armed_.find(attempts_);
-  if (armed == armed_.end() || armed->second == Fault::kNone) return inner_->Commit(commit);
+  if (armed == armed_.end() || armed->second == Fault::kNone) {
+    Status s = inner_->Commit(commit);
+    if (Died()) return Dead();  // the process died inside the store
+    return s;
+  }
   ++fired_;
   switch (armed->second) {
     case Fault::kNone:

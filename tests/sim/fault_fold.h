@@ -5,6 +5,7 @@
 #define KVFOLD_TESTS_SIM_FAULT_FOLD_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 
 #include "kvfold/fold.h"
@@ -42,6 +43,10 @@ class FaultFold final : public Fold {
   void FailEveryCommit() { fail_all_ = true; }
   void StopFailing() { fail_all_ = false; }
 
+  // Asked before and after each call: true once the process died under
+  // the store (a FaultEnv death), which this wrapper then reports.
+  void SetDeathCheck(std::function<bool()> dead) { dead_ = std::move(dead); }
+
   int attempts() const { return attempts_; }
   bool crashed() const { return crashed_; }
   // How many commit attempts a fault hit.
@@ -59,6 +64,11 @@ class FaultFold final : public Fold {
  private:
   Fold* inner_;
   std::map<int, Fault> armed_;
+  std::function<bool()> dead_;
+  bool Died() {
+    if (!crashed_ && dead_ && dead_()) crashed_ = true;
+    return crashed_;
+  }
   bool fail_all_ = false;
   // Commit runs on the watcher's committer thread while it reads.
   std::atomic<int> attempts_{0};

@@ -4,7 +4,7 @@
 // fold a REAL RocksDB fold on a fault-injecting in-memory file system, and
 // artifacts exported mid-run. After each schedule the oracles decide.
 //
-//   kvfold_sim [--deep] [--scenario NAME] [--threads N] [--limit N] [--verbose]
+//   kvfold_sim [--quick|--deep] [--scenario NAME] [--threads N] [--limit N] [--verbose]
 //
 // Prints exactly one summary line, `sim: N schedules, M scenarios, D
 // divergences`, and exits 1 when D > 0 (the first divergences are detailed
@@ -143,7 +143,6 @@ class Harness {
     for (int life = 0; life < 16; ++life) {
       ++runs_;
       if (runs_ == schedule_.persistent_run) fault_fold_->FailEveryCommit();
-      const int fired_before = Fired();
       Status s = Watch(b, *fault_fold_, Hooked(o));
       if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
         auto m = fault_fold_->ReadMeta();
@@ -152,7 +151,9 @@ class Harness {
                      m.ok() && m->cursor ? std::to_string(*m->cursor).c_str() : "none",
                      static_cast<unsigned long long>(b.last_seq()));
       }
-      const bool faulted = Fired() != fired_before || fault_fold_->crashed() || env_.dead();
+      // A fault since the store was opened (a store stays failed after a
+      // write error) or a death.
+      const bool faulted = Fired() != fired_at_open_ || fault_fold_->crashed() || env_.dead();
       if (!faulted) {
         const bool as_expected = expect == Expect::kOk ? s.ok() : s.IsCursorExpired();
         if (!as_expected) Diverge("run " + std::to_string(runs_) + " ended " + s.ToString());
@@ -195,11 +196,17 @@ class Harness {
   int runs() const { return runs_; }
   uint64_t env_operations() const { return env_.operations(); }
 
-  // Writes straight into the node's store before its first run.
+  // Writes straight into the node's store before its first run: setup,
+  // not under test, so a fault that hits it is lived through.
   void Seed(const FoldCommit& c) {
-    Status s = fault_fold_->Commit(c);
-    if (!s.ok()) Diverge("seeding the node: " + s.ToString());
-    RebuildHook();
+    for (int tries = 0; tries < 4; ++tries) {
+      if (rocks_->Commit(c).ok()) {
+        RebuildHook();
+        return;
+      }
+      if (!Restart()) return;
+    }
+    Diverge("seeding the node failed 4 times");
   }
 
   // The final oracles; returns the divergences found.
@@ -218,7 +225,9 @@ class Harness {
   }
 
  private:
-  int Fired() const { return fault_fold_->fired() + static_cast<int>(env_.fired()); }
+  int Fired() const {
+    return (fault_fold_ ? fault_fold_->fired() : 0) + static_cast<int>(env_.fired());
+  }
 
   void Diverge(const std::string& what) {
     if (divergences_.size() < 4) divergences_.push_back(what);
@@ -282,27 +291,32 @@ class Harness {
     if (m.ok()) exports_.push_back(m->artifact_id);
   }
 
-  // Opens the node's store (first time, or after a death).
+  // Opens the node's store (first time, or after a death). Opening writes
+  // too, so the process may die or fail right there: it is started again.
   bool Open(bool first) {
     for (int tries = 0; tries < 4; ++tries) {
+      const int fired = Fired();
       FoldOptions fo;  // durable commits, as shipped
       auto r = store::OpenRocksFoldOnEnv("/fold", fo, env_.env());
-      if (r.ok()) {
+      if (r.ok() && !env_.dead()) {
         rocks_ = std::move(r).value();
         if (fault_fold_) {
           fault_fold_->Reattach(*rocks_);
         } else {
           fault_fold_ = std::make_unique<FaultFold>(*rocks_);
+          fault_fold_->SetDeathCheck([this] { return env_.dead(); });
         }
         if (!first) AtRest("restart");
         RebuildHook();
+        fired_at_open_ = Fired();
         return true;
       }
-      if (!env_.dead() && !first) {
-        Diverge("the store does not reopen after a crash: " + r.status().ToString());
+      if (!r.ok() && Fired() == fired) {
+        Diverge("the store does not open: " + r.status().ToString());
         return false;
       }
-      env_.Restart();  // it died while opening: start again
+      if (r.ok()) std::move(r).value().reset();  // it died while opening: gone
+      env_.Restart();
     }
     Diverge("the store never opened");
     return false;
@@ -433,6 +447,7 @@ class Harness {
   std::string created_;
   int runs_ = 0;
   int restarts_ = 0;
+  int fired_at_open_ = 0;
   std::vector<std::string> divergences_;
 };
 
@@ -645,7 +660,7 @@ struct Job {
 
 // Each schedule kind of the issue, over the points a clean run reaches.
 // Pairs look `window` points ahead (every pair with --deep).
-std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep) {
+std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool quick) {
   const Fault kTransient[] = {Fault::kFailBefore, Fault::kFailAfter};
   const Fault kCrash[] = {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kTorn};
   const EnvFault kEnv[] = {EnvFault::kError, EnvFault::kKill, EnvFault::kKillTorn,
@@ -662,7 +677,7 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep) {
   for (int at = 1; at <= ops + 4; ++at) {
     for (EnvFault f : kEnv) out.push_back({{Injection{true, at, Fault::kNone, f}}});
   }
-  const int window = deep ? last : 8;
+  const int window = deep ? last : quick ? 0 : 8;
   for (int a = 1; a <= last; ++a) {
     for (int b = a + 1; b <= std::min(last, a + window); ++b) {
       for (Fault f1 : kTransient) {
@@ -692,9 +707,10 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep) {
 
 struct Options {
   bool deep = false;
+  bool quick = false;  // single faults at batch size 1 only (the mutation runs)
   bool verbose = false;
   std::string only;
-  int threads = 2;
+  int threads = 4;  // a schedule waits on its watcher's threads now and then
   size_t limit = 0;  // schedules per scenario and configuration (0: all)
 };
 
@@ -708,13 +724,14 @@ int Main(const Options& opt) {
     ++scenario_count;
     std::vector<Config> configs = {{1, true}, {100, true}};
     if (sc.order_matters) configs.push_back({1, false}), configs.push_back({100, false});
+    if (opt.quick) configs.resize(1);
     for (const Config& c : configs) {
       Harness clean(c, Schedule{});
       sc.run(clean);
       const int commits = clean.node_attempts();
       const int ops = static_cast<int>(clean.env_operations());
       const int runs = clean.runs();
-      std::vector<Schedule> all = Schedules(commits, ops, runs, opt.deep);
+      std::vector<Schedule> all = Schedules(commits, ops, runs, opt.deep, opt.quick);
       if (opt.limit > 0 && all.size() > opt.limit) all.resize(opt.limit);
       if (opt.verbose) {
         std::fprintf(stderr, "sim: %s %s: %d commits, %d store writes, %d runs, %zu schedules\n",
@@ -731,6 +748,7 @@ int Main(const Options& opt) {
   std::atomic<size_t> next{0};
   std::atomic<size_t> diverged{0};
   std::mutex out_mu;
+  std::map<std::string, int> by_kind;
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
       const Job& j = jobs[i];
@@ -738,6 +756,11 @@ int Main(const Options& opt) {
       j.scenario->run(h);
       std::vector<std::string> d = h.Finish();
       if (d.empty()) continue;
+      {
+        std::lock_guard lock(out_mu);
+        const std::string kind = j.schedule.Name().substr(0, j.schedule.Name().find('@'));
+        ++by_kind[std::string(j.scenario->name) + " " + kind];
+      }
       if (diverged++ < 10) {
         std::lock_guard lock(out_mu);
         std::fprintf(stderr, "DIVERGED %s [%s] %s:\n", j.scenario->name, j.config.Name().c_str(),
@@ -752,6 +775,7 @@ int Main(const Options& opt) {
   for (auto& t : threads) t.join();
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::steady_clock::now() - start).count();
+  for (const auto& [what, n] : by_kind) std::fprintf(stderr, "diverged: %s: %d\n", what.c_str(), n);
   if (opt.verbose) std::fprintf(stderr, "sim: %lld s\n", static_cast<long long>(secs));
   std::printf("sim: %zu schedules, %d scenarios, %zu divergences\n", jobs.size(),
               scenario_count, diverged.load());
@@ -767,6 +791,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--deep") {
       opt.deep = true;
+    } else if (a == "--quick") {
+      opt.quick = true;
     } else if (a == "--verbose") {
       opt.verbose = true;
     } else if (a == "--scenario" && i + 1 < argc) {
@@ -777,7 +803,7 @@ int main(int argc, char** argv) {
       opt.limit = static_cast<size_t>(std::atoll(argv[++i]));
     } else {
       std::fprintf(stderr,
-                   "usage: kvfold_sim [--deep] [--scenario NAME] [--threads N] [--limit N] "
+                   "usage: kvfold_sim [--quick|--deep] [--scenario NAME] [--threads N] [--limit N] "
                    "[--verbose]\n");
       return 2;
     }
