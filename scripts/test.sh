@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs dependencies, builds, runs
 # the unit + simulation tests and the live tests (each live test starts its
-# own nats-server on a free loopback port), compiles a Release build with
-# warnings as errors, then builds with ASan+UBSan (Debug) and runs the
-# unit + simulation and the live tests again under the sanitizers
-# (nats.c calls back on its own threads: lifetime bugs show up there), and
-# the unit tests once per mutation point to show each correctness step is
+# own nats-server, or a 3-node cluster, on free loopback ports), the process
+# kill campaign, the fault-schedule simulation and the exhaustive model;
+# compiles a Release shared build with warnings as errors and checks the
+# installed package; builds with ASan+UBSan (Debug) and with TSan and runs
+# the unit + simulation and the live tests again under each (nats.c calls
+# back on its own threads: lifetime bugs and races show up there); and runs
+# the tests once per mutation point to show each correctness step is
 # guarded by a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +17,12 @@ scripts/install-deps.sh
 start=$(date +%s)
 
 scripts/build.sh build
-(cd build && ctest --output-on-failure)
+(cd build && ctest --output-on-failure -L 'unit|live')
+# The tiers that print their counts: process kills (`kills:`), the
+# fault-schedule simulation (`sim:`) and the exhaustive model (`model:`).
+build/tests/kvfold_crash_tests --gtest_brief=1
+build/tests/kvfold_sim
+build/tests/kvfold_model
 
 # Users build Release and Debug too: both must compile without warnings
 # (Debug is the sanitizer build below; Release optimizes harder and warns
@@ -23,7 +30,7 @@ scripts/build.sh build
 # It is also the shared-library build.
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DKVFOLD_WERROR=ON \
   -DKVFOLD_BUILD_BENCH=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
-cmake --build build-release -j2
+cmake --build build-release -j2 --target kvfold kvfold_cli
 
 # The package as users consume it: every public header compiles on its own;
 # the static (build) and shared (build-release) installs each build the
@@ -57,7 +64,17 @@ cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -L 'unit|live')
 
+# ThreadSanitizer over every test with threads: nats.c's callback threads,
+# the background committer, the export worker, readers beside a writer.
+# (ASLR off: some kernels map memory where TSan's shadow expects none.)
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON \
+  -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+   setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
+
 # Every correctness step has a test that fails without it (run-time switch).
+cmake --build build-asan -j2 --target kvfold_sim
 scripts/mutations.sh build-asan
 
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"

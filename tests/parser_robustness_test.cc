@@ -151,5 +151,9 @@ TEST(ParserRobustnessTest, AckReply) {
 }
 TEST(ParserRobustnessTest, Base64) { Hammer({"Zm9vYmFy", "-_8="}, fuzz::Base64); }
 
+TEST(ParserRobustnessTest, ObjectName) {
+  Hammer({"00000000000000000042-abcdef/manifest.pb", "a/../b", "LATEST"}, fuzz::ObjectName);
+}
+
 }  // namespace
 }  // namespace kvfold

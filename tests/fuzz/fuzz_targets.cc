@@ -7,6 +7,7 @@
 #include "artifact/object_meta.h"
 #include "artifact/pointer_codec.h"
 #include "core/base64.h"
+#include "kvfold/transport.h"
 #include "nats/kv_subjects.h"
 #include "nats/lease_record.h"
 #include "store/record_codec.h"
@@ -52,5 +53,7 @@ void FoldRecord(std::string_view bytes) {
 void AckReply(std::string_view bytes) { (void)nats::ParseAckReply(bytes); }
 
 void Base64(std::string_view bytes) { (void)core::Base64Decode(bytes); }
+
+void ObjectName(std::string_view bytes) { (void)ValidateObjectName(bytes); }
 
 }  // namespace kvfold::fuzz
