@@ -13,9 +13,17 @@
 
 namespace kvfold::artifact {
 
+class FileOps;
+
 // NotFound when `root` is missing and `create_if_missing` is false.
 StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root,
                                                             bool create_if_missing);
+
+// The same on the file operations `ops` (tests/sim/power_cut_fs.h);
+// OpenDirectoryTransport is this on PosixFileOps().
+// REQUIRES: `ops` outlives the transport.
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransportOn(FileOps* ops, const std::string& root,
+                                                              bool create_if_missing);
 
 }  // namespace kvfold::artifact
 
