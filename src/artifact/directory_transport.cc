@@ -6,12 +6,25 @@
 
 #include "artifact/file_ops.h"
 #include "artifact/pointer_codec.h"
+#include "core/mutation.h"
 #include "core/pointer_rule.h"
 
 namespace kvfold::artifact {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Makes the directories in `created` durable: each is an entry of its
+// parent, durable once the parent is synced. Syncing only the innermost
+// one's parent (as once done) let a power cut take away a new location, or
+// a nested object's outer directory, with everything stored below it.
+Status SyncCreated(FileOps& ops, const std::vector<std::string>& created) {
+  if (KVFOLD_MUTANT("dir-skip-created-dir-fsync")) return Status::OK();
+  for (const std::string& dir : created) {
+    KVFOLD_RETURN_IF_ERROR(ops.SyncDir(fs::path(dir).parent_path().string()));
+  }
+  return Status::OK();
+}
 
 // Writes `bytes` to `target` atomically and durably.
 Status WriteAtomically(FileOps& ops, const fs::path& target, std::string_view bytes) {
@@ -25,13 +38,17 @@ Status WriteAtomically(FileOps& ops, const fs::path& target, std::string_view by
   auto file = ops.NewFile(tmp);
   if (!file.ok()) return file.status();
   Status s = (*file)->Append(bytes);
-  if (s.ok()) s = (*file)->Sync();
+  // Without it the rename could reach the disk before the data does: a
+  // power cut would leave the target empty or torn.
+  if (s.ok() && !KVFOLD_MUTANT("dir-skip-file-fsync")) s = (*file)->Sync();
   (void)(*file)->Close();  // after a good fsync, close has nothing left to report
   if (s.ok()) s = ops.Rename(tmp, target.string());
   if (!s.ok()) {
     (void)ops.Remove(tmp);
     return s;
   }
+  // Without it a power cut could bring back the old target (or none).
+  if (KVFOLD_MUTANT("dir-skip-dir-fsync")) return Status::OK();
   return ops.SyncDir(target.parent_path().string());
 }
 
@@ -47,9 +64,7 @@ class DirectoryTransport final : public Transport {
     const fs::path target = root_ / name;
     std::vector<std::string> created;
     KVFOLD_RETURN_IF_ERROR(ops_->CreateDirs(target.parent_path().string(), &created));
-    if (!created.empty()) {
-      KVFOLD_RETURN_IF_ERROR(ops_->SyncDir(target.parent_path().parent_path().string()));
-    }
+    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops_, created));
     return WriteAtomically(*ops_, target, bytes);
   }
 
@@ -116,6 +131,7 @@ StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransportOn(FileOps* ops, cons
   if (create_if_missing) {
     std::vector<std::string> created;
     KVFOLD_RETURN_IF_ERROR(ops->CreateDirs(root, &created).WithContext("artifact directory"));
+    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops, created));
   }
   auto kind = ops->Kind(root);
   if (!kind.ok()) return kind.status();
