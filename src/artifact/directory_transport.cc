@@ -1,17 +1,12 @@
 #include "artifact/directory_transport.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 
+#include "artifact/file_ops.h"
 #include "artifact/pointer_codec.h"
+#include "core/mutation.h"
 #include "core/pointer_rule.h"
 
 namespace kvfold::artifact {
@@ -19,110 +14,93 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status Errno(const std::string& what) {
-  return Status::IOError(what + ": " + std::strerror(errno));
-}
-
-Status FsyncPath(const fs::path& p, bool directory) {
-  int fd = ::open(p.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return Errno("opening " + p.string() + " to fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("fsync " + p.string());
+// Makes the directories in `created` durable: each is an entry of its
+// parent, durable once the parent is synced. Syncing only the innermost
+// one's parent (as once done) let a power cut take away a new location, or
+// a nested object's outer directory, with everything stored below it.
+Status SyncCreated(FileOps& ops, const std::vector<std::string>& created) {
+  if (KVFOLD_MUTANT("dir-skip-created-dir-fsync")) return Status::OK();
+  for (const std::string& dir : created) {
+    KVFOLD_RETURN_IF_ERROR(ops.SyncDir(fs::path(dir).parent_path().string()));
+  }
   return Status::OK();
 }
 
 // Writes `bytes` to `target` atomically and durably.
-Status WriteAtomically(const fs::path& target, std::string_view bytes) {
+Status WriteAtomically(FileOps& ops, const fs::path& target, std::string_view bytes) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on
   // `"." + std::string` (GCC bug 105329).
   std::string tmp_name = target.filename().string();
   tmp_name.insert(tmp_name.begin(), '.');
   tmp_name.append(".tmp-").append(std::to_string(rng()));
-  const fs::path tmp = target.parent_path() / tmp_name;
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  if (fd < 0) return Errno("creating " + tmp.string());
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      Status s = Errno("writing " + tmp.string());
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = Errno("fsync " + tmp.string());
-    ::close(fd);
-    ::unlink(tmp.c_str());
+  const std::string tmp = (target.parent_path() / tmp_name).string();
+  auto file = ops.NewFile(tmp);
+  if (!file.ok()) return file.status();
+  Status s = (*file)->Append(bytes);
+  // Without it the rename could reach the disk before the data does: a
+  // power cut would leave the target empty or torn.
+  if (s.ok() && !KVFOLD_MUTANT("dir-skip-file-fsync")) s = (*file)->Sync();
+  (void)(*file)->Close();  // after a good fsync, close has nothing left to report
+  if (s.ok()) s = ops.Rename(tmp, target.string());
+  if (!s.ok()) {
+    (void)ops.Remove(tmp);
     return s;
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    Status s = Errno("renaming " + tmp.string() + " to " + target.string());
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return FsyncPath(target.parent_path(), /*directory=*/true);
+  // Without it a power cut could bring back the old target (or none).
+  if (KVFOLD_MUTANT("dir-skip-dir-fsync")) return Status::OK();
+  return ops.SyncDir(target.parent_path().string());
 }
 
 class DirectoryTransport final : public Transport {
  public:
-  explicit DirectoryTransport(fs::path root)
-      : root_(std::move(root)), location_("dir:" + root_.string()) {}
+  DirectoryTransport(FileOps* ops, fs::path root)
+      : ops_(ops), root_(std::move(root)), location_("dir:" + root_.string()) {}
 
   const std::string& location() const override { return location_; }
 
   Status Put(const std::string& name, std::string_view bytes) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     const fs::path target = root_ / name;
-    std::error_code ec;
-    const bool created = fs::create_directories(target.parent_path(), ec);
-    if (ec) return Status::IOError("creating " + target.parent_path().string() + ": " + ec.message());
-    if (created) KVFOLD_RETURN_IF_ERROR(FsyncPath(target.parent_path().parent_path(), true));
-    return WriteAtomically(target, bytes);
+    std::vector<std::string> created;
+    KVFOLD_RETURN_IF_ERROR(ops_->CreateDirs(target.parent_path().string(), &created));
+    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops_, created));
+    return WriteAtomically(*ops_, target, bytes);
   }
 
   StatusOr<std::string> Get(const std::string& name) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
-    return ReadFile(root_ / name);
+    return ops_->ReadFile((root_ / name).string());
   }
 
   Status Remove(const std::string& name) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     const fs::path target = root_ / name;
-    std::error_code ec;
-    fs::remove(target, ec);
-    if (ec) return Status::IOError("removing " + target.string() + ": " + ec.message());
-    // Drop directories the removal left empty, up to the root.
-    for (fs::path dir = target.parent_path(); dir != root_ && fs::is_empty(dir, ec); dir = dir.parent_path()) {
-      fs::remove(dir, ec);
+    Status s = ops_->Remove(target.string());
+    if (!s.ok() && !s.IsNotFound()) return s;
+    // Drop directories the removal left empty, up to the root (removing a
+    // directory that is not empty fails).
+    for (fs::path dir = target.parent_path(); dir != root_ && ops_->Remove(dir.string()).ok();
+         dir = dir.parent_path()) {
     }
     return Status::OK();
   }
 
   StatusOr<std::vector<std::string>> List() override {
+    auto files = ops_->ListFiles(root_.string());
+    if (!files.ok()) return files.status();
     std::vector<std::string> out;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(root_, ec); !ec && it != fs::end(it);
-         it.increment(ec)) {
-      if (!it->is_regular_file()) continue;
-      const std::string rel = fs::relative(it->path(), root_).string();
+    for (std::string& rel : *files) {
       if (rel == kPointerName || !ValidateObjectName(rel).ok()) continue;
-      if (it->path().filename().string().front() == '.') continue;  // temp files, .lock
-      out.push_back(rel);
+      if (fs::path(rel).filename().string().front() == '.') continue;  // temp files, .lock
+      out.push_back(std::move(rel));
     }
-    if (ec) return Status::IOError("listing " + root_.string() + ": " + ec.message());
     std::sort(out.begin(), out.end());
     return out;
   }
 
   StatusOr<std::optional<ArtifactPointer>> ReadPointer() override {
-    auto bytes = ReadFile(root_ / kPointerName);
+    auto bytes = ops_->ReadFile((root_ / kPointerName).string());
     if (bytes.status().IsNotFound()) return std::optional<ArtifactPointer>();
     if (!bytes.ok()) return bytes.status();
     auto p = DecodePointer(*bytes, location_);
@@ -131,60 +109,42 @@ class DirectoryTransport final : public Transport {
   }
 
   Status AdvancePointer(const ArtifactPointer& next) override {
-    const fs::path lock_path = root_ / ".lock";
-    int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
-    if (fd < 0) return Errno("opening " + lock_path.string());
     // The read-check-write below must not interleave with another exporter's.
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        Status s = Errno("locking " + lock_path.string());
-        ::close(fd);
-        return s;
-      }
-    }
-    Status s = [&]() -> Status {
-      auto current = ReadPointer();
-      if (!current.ok()) return current.status();
-      KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(*current, next));
-      return WriteAtomically(root_ / kPointerName, EncodePointer(next));
-    }();
-    ::flock(fd, LOCK_UN);
-    ::close(fd);
-    return s;
+    auto lock = ops_->LockFile((root_ / ".lock").string());
+    if (!lock.ok()) return lock.status();
+    auto current = ReadPointer();
+    if (!current.ok()) return current.status();
+    KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(*current, next));
+    return WriteAtomically(*ops_, root_ / kPointerName, EncodePointer(next));
   }
 
  private:
-  static StatusOr<std::string> ReadFile(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) {
-      std::error_code ec;
-      if (!fs::exists(p, ec)) return Status::NotFound(p.string() + " does not exist");
-      return Status::IOError("cannot read " + p.string());
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
+  FileOps* const ops_;
   fs::path root_;
   std::string location_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root,
-                                                            bool create_if_missing) {
-  std::error_code ec;
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransportOn(FileOps* ops, const std::string& root,
+                                                              bool create_if_missing) {
   if (create_if_missing) {
-    fs::create_directories(root, ec);
-    if (ec) return Status::IOError("creating artifact directory " + root + ": " + ec.message());
-  } else if (!fs::exists(root, ec)) {
-    return Status::NotFound("no artifact directory at " + root);
+    std::vector<std::string> created;
+    KVFOLD_RETURN_IF_ERROR(ops->CreateDirs(root, &created).WithContext("artifact directory"));
+    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops, created));
   }
-  if (!fs::is_directory(root, ec)) {
+  auto kind = ops->Kind(root);
+  if (!kind.ok()) return kind.status();
+  if (*kind == FileKind::kMissing) return Status::NotFound("no artifact directory at " + root);
+  if (*kind != FileKind::kDirectory) {
     return Status::InvalidArgument("artifact location " + root + " is not a directory");
   }
-  return std::unique_ptr<Transport>(new DirectoryTransport(fs::path(root)));
+  return std::unique_ptr<Transport>(new DirectoryTransport(ops, fs::path(root)));
+}
+
+StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransport(const std::string& root,
+                                                            bool create_if_missing) {
+  return OpenDirectoryTransportOn(PosixFileOps(), root, create_if_missing);
 }
 
 }  // namespace kvfold::artifact

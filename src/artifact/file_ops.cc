@@ -1,0 +1,177 @@
+#include "artifact/file_ops.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kvfold::artifact {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status Errno(const std::string& what) {
+  return Status::IOError(what + ": " + std::strerror(errno));
+}
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Append(std::string_view bytes) override {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errno("writing " + path_);
+      }
+      done += static_cast<size_t>(n);
+    }
+    return Status::OK();
+  }
+
+  Status Sync() override {
+    if (::fsync(fd_) != 0) return Errno("fsync " + path_);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) return Errno("closing " + path_);
+    return Status::OK();
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+
+ private:
+  int fd_;
+};
+
+class PosixOps final : public FileOps {
+ public:
+  StatusOr<std::unique_ptr<WritableFile>> NewFile(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return Errno("creating " + path);
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) return Errno("renaming " + from + " to " + to);
+    return Status::OK();
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return Errno("opening " + dir + " to fsync");
+    const int rc = ::fsync(fd);
+    ::close(fd);
+    if (rc != 0) return Errno("fsync " + dir);
+    return Status::OK();
+  }
+
+  Status CreateDirs(const std::string& dir, std::vector<std::string>* created) override {
+    std::vector<fs::path> missing;  // innermost first
+    std::error_code ec;
+    for (fs::path p = fs::path(dir);; p = p.parent_path()) {
+      const bool exists = fs::exists(p, ec);
+      if (ec) return Status::IOError("creating " + dir + ": " + ec.message());
+      if (exists) break;
+      missing.push_back(p);
+      if (p.parent_path().empty() || p == p.parent_path()) break;
+    }
+    if (missing.empty() && !fs::is_directory(dir, ec)) {
+      return Status::IOError("creating " + dir + ": " +
+                             std::make_error_code(std::errc::not_a_directory).message());
+    }
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      // false without an error: another process created it meanwhile.
+      if (fs::create_directory(*it, ec)) created->push_back(it->string());
+      if (ec) return Status::IOError("creating " + it->string() + ": " + ec.message());
+    }
+    return Status::OK();
+  }
+
+  Status Remove(const std::string& path) override {
+    std::error_code ec;
+    if (fs::remove(path, ec)) return Status::OK();
+    if (ec) return Status::IOError("removing " + path + ": " + ec.message());
+    return Status::NotFound(path + " does not exist");
+  }
+
+  StatusOr<std::string> ReadFile(const std::string& path) override {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) return Status::NotFound(path + " does not exist");
+      return Status::IOError("cannot read " + path);
+    }
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) override {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (!it->is_regular_file()) continue;
+      out.push_back(fs::relative(it->path(), dir).string());
+    }
+    if (ec) return Status::IOError("listing " + dir + ": " + ec.message());
+    return out;
+  }
+
+  StatusOr<FileKind> Kind(const std::string& path) override {
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    if (st.type() == fs::file_type::not_found) return FileKind::kMissing;
+    if (ec) return Status::IOError("reading the status of " + path + ": " + ec.message());
+    if (fs::is_directory(st)) return FileKind::kDirectory;
+    if (fs::is_regular_file(st)) return FileKind::kFile;
+    return FileKind::kOther;
+  }
+
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+    if (fd < 0) return Errno("opening " + path);
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        Status s = Errno("locking " + path);
+        ::close(fd);
+        return s;
+      }
+    }
+    return std::unique_ptr<FileLock>(new PosixFileLock(fd));
+  }
+};
+
+}  // namespace
+
+FileOps* PosixFileOps() {
+  static FileOps* const ops = new PosixOps();
+  return ops;
+}
+
+}  // namespace kvfold::artifact
