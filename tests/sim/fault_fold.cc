@@ -74,8 +74,12 @@ Status FaultFold::Commit(const FoldCommit& commit) {
       crashed_ = true;
       return Dead();
     case Fault::kTorn: {
-      FoldCommit entries_only = commit;
-      entries_only.cursor.reset();
+      // The data reached the disk, the metadata (cursor, identity, markers)
+      // did not.
+      FoldCommit entries_only;
+      entries_only.clear_entries = commit.clear_entries;
+      entries_only.entries = commit.entries;
+      entries_only.counts = commit.counts;
       KVFOLD_RETURN_IF_ERROR(inner_->Commit(entries_only));
       crashed_ = true;
       return Dead();

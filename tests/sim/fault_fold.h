@@ -18,7 +18,8 @@ enum class Fault {
   kFailAfter,    // transient: the commit is applied, still reports IOError
   kCrashBefore,  // the process dies before the commit reaches the store
   kCrashAfter,   // the process dies right after the store applied it
-  kTorn,         // the entries are durable but the cursor is not, then it dies
+  kTorn,         // the entries are durable but not the cursor (nor any
+                 // metadata), then it dies
 };
 
 const char* FaultName(Fault f);
