@@ -70,7 +70,7 @@ cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../tests/tsan.supp" \
    setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
 
 # Every correctness step has a test that fails without it (run-time switch).
