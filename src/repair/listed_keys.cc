@@ -74,7 +74,8 @@ StatusOr<bool> ListedKeys::Contains(std::string_view key) {
 }
 
 StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std::string& key,
-                            uint64_t listing_revision, uint64_t* delete_revision) {
+                            uint64_t listing_revision, uint64_t* delete_revision,
+                            std::optional<uint64_t> retained_from) {
   *delete_revision = listing_revision;
   auto named = listed.Contains(key);
   if (!named.ok()) return named.status();
@@ -83,6 +84,18 @@ StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std:
   if (!last.ok()) return last.status();
   if (*last && (*last)->op == Op::kPut && !KVFOLD_MUTANT("repair-skip-last-check")) return true;
   if (*last) *delete_revision = std::max(listing_revision, (*last)->seq);
+  if (retained_from && !KVFOLD_MUTANT("restore-skip-recheck-after-last")) {
+    // Read after the last message: retention only moves forward, so if it
+    // still holds everything from `retained_from`, so it did then.
+    auto state = source.ReadStream();
+    if (!state.ok()) return state.status();
+    if (state->first_seq > *retained_from) {
+      return Status::FailedPrecondition(
+          "retention passed sequence " + std::to_string(*retained_from) + " (first retained " +
+          std::to_string(state->first_seq) + ") while key " + key +
+          " was checked: its absence proves nothing");
+    }
+  }
   return false;
 }
 

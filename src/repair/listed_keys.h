@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,8 +50,16 @@ class ListedKeys {
 // may be missing) its latest message is a put. When it is not, the revision
 // its delete takes is at least `listing_revision`, and at least the
 // revision of the delete marker the stream still holds.
+//
+// Where retention evicts (a restore), "no message" can also mean "evicted
+// while we looked": with `retained_from` set, the stream is read again after
+// the last message was, and unless it still retains every sequence from
+// `retained_from` (the artifact's cursor + 1) the answer proves nothing and
+// the result is FailedPrecondition (the restore tries again, with a newer
+// artifact if this one has fallen out of retention).
 StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std::string& key,
-                            uint64_t listing_revision, uint64_t* delete_revision);
+                            uint64_t listing_revision, uint64_t* delete_revision,
+                            std::optional<uint64_t> retained_from = std::nullopt);
 
 }  // namespace kvfold::repair
 

@@ -134,7 +134,8 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
         return Status::Internal("restore: fold key " + key +
                                 " is not in the artifact, but the verification pass found none");
       }
-      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision);
+      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision,
+                            m.cursor + 1);
       if (!c.ok()) return c.status();
       live = *c;
     }

@@ -793,7 +793,16 @@ void Node::Repair(const State& s) {
       for (int j = 0; j < bounds_.keys; ++j) {
         if (s.listed & (1u << j)) (void)listed.Add(kKeys[j]);
       }
-      auto l = repair::LiveInBucket(source, listed, key, s.listing_revision, &delete_revision);
+      auto l = repair::LiveInBucket(
+          source, listed, key, s.listing_revision, &delete_revision,
+          restore ? std::optional<uint64_t>(s.restore_cursor + 1) : std::nullopt);
+      if (!l.ok() && l.status().IsFailedPrecondition() && restore) {
+        // Retention moved while the key was checked: the attempt is
+        // abandoned (what it committed stays under the old cursor).
+        State r = s;
+        ResetMemory(r);
+        return Emit("restore " + key + ": abandoned: " + l.status().message(), std::move(r));
+      }
       if (!l.ok()) return Emit("repair " + key, s, "LiveInBucket: " + l.status().ToString());
       live = *l;
     }
