@@ -1,6 +1,8 @@
 #include "nats/nats_connection.h"
 
+#include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include "core/base64.h"
 #include "core/json_fields.h"
@@ -45,9 +47,23 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
   };
   if (s != NATS_OK) return bad("creating connection options");
   natsOptions* o = c->opts_;
-  if ((s = natsOptions_SetURL(o, options.url.c_str())) != NATS_OK) {
-    return bad("server URL \"" + options.url + "\"");
+  // nats.c takes one URL per natsOptions_SetURL: a comma-separated list
+  // there fails every connect ("No server available"), so a list goes to
+  // natsOptions_SetServers, which also reconnects through it.
+  std::vector<std::string> urls;
+  for (size_t start = 0; start <= options.url.size();) {
+    const size_t comma = std::min(options.url.find(',', start), options.url.size());
+    std::string one = options.url.substr(start, comma - start);
+    one.erase(0, one.find_first_not_of(' '));
+    one.erase(one.find_last_not_of(' ') + 1);
+    if (!one.empty()) urls.push_back(std::move(one));
+    start = comma + 1;
   }
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
+  s = servers.size() == 1 ? natsOptions_SetURL(o, servers[0])
+                          : natsOptions_SetServers(o, servers.data(), static_cast<int>(servers.size()));
+  if (s != NATS_OK) return bad("server URL \"" + options.url + "\"");
   natsOptions_SetName(o, options.name.c_str());
   natsOptions_SetTimeout(o, options.timeout.count());
   natsOptions_SetMaxReconnect(o, -1);

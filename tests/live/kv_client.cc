@@ -1,10 +1,14 @@
 #include "live/kv_client.h"
 
+#include "core/base64.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace kvfold::live {
 
@@ -13,7 +17,14 @@ using nlohmann::json;
 KvClient::KvClient(const std::string& url) {
   natsOptions* opts = nullptr;
   natsOptions_Create(&opts);
-  natsOptions_SetURL(opts, url.c_str());
+  // A comma-separated list is a cluster's URLs (nats.c takes them apart
+  // only through SetServers).
+  std::vector<std::string> urls;
+  std::stringstream list(url);
+  for (std::string one; std::getline(list, one, ',');) urls.push_back(one);
+  std::vector<const char*> servers;
+  for (const auto& u : urls) servers.push_back(u.c_str());
+  natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
   natsOptions_SetMaxReconnect(opts, -1);
   natsOptions_SetReconnectWait(opts, 100);
   natsStatus s = natsConnection_Connect(&nc_, opts);
@@ -152,6 +163,37 @@ void KvClient::WaitForLastSeq(const std::string& bucket, uint64_t seq) {
       throw std::runtime_error("stream never reached sequence " + std::to_string(seq));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::optional<Entry> KvClient::StoredLast(const std::string& bucket, const std::string& key) {
+  const std::string body = json{{"last_by_subj", "$KV." + bucket + "." + key}}.dump();
+  const std::string subject = "$JS.API.STREAM.MSG.GET.KV_" + bucket;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    natsMsg* reply = nullptr;
+    natsStatus s = natsConnection_Request(&reply, nc_, subject.c_str(), body.data(),
+                                          static_cast<int>(body.size()), 5000);
+    if (s == NATS_OK) {
+      json j = json::parse(std::string(natsMsg_GetData(reply), natsMsg_GetDataLength(reply)));
+      natsMsg_Destroy(reply);
+      if (j.contains("error")) {
+        if (j["error"].value("err_code", 0) == 10037) return std::nullopt;  // no message found
+        throw std::runtime_error(subject + ": " + j.dump());
+      }
+      const json& m = j["message"];
+      const std::string headers =
+          m.contains("hdrs") ? core::Base64Decode(m["hdrs"].get<std::string>()).value_or("") : "";
+      const bool marker = headers.find("KV-Operation: DEL") != std::string::npos ||
+                          headers.find("KV-Operation: PURGE") != std::string::npos;
+      const std::string data =
+          m.contains("data") ? core::Base64Decode(m["data"].get<std::string>()).value_or("") : "";
+      return Entry{m["seq"].get<uint64_t>(), marker, marker ? "" : data};
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error(subject + ": " + natsStatus_GetText(s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

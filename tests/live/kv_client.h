@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,15 @@ class KvClient {
   uint64_t LastSeq(const std::string& bucket);
   void WaitForLastSeq(const std::string& bucket, uint64_t seq);
 
+  // What the stream itself holds for `key`, not what this client recorded:
+  // its last retained message as an entry (deleted for a DEL or PURGE
+  // marker), nullopt when the stream retains no message of `key`.
+  std::optional<Entry> StoredLast(const std::string& bucket, const std::string& key);
+
+  // A JetStream API request ($JS.API.<subject>... given whole); the reply,
+  // or an exception carrying the server's error.
+  nlohmann::json Api(const std::string& subject, const nlohmann::json& body);
+
   // The truth for `bucket` within `scope`: key -> live entry.
   std::map<std::string, Entry> Truth(const std::string& bucket, const Scope& scope = Scope()) const;
   // Records a write the caller made without an ack (see PutNoAck).
@@ -56,7 +66,6 @@ class KvClient {
  private:
   uint64_t Write(const std::string& bucket, const std::string& key, const std::string& value,
                  const char* op);
-  nlohmann::json Api(const std::string& subject, const nlohmann::json& body);
 
   natsConnection* nc_ = nullptr;
   std::map<std::string, std::map<std::string, Entry>> truth_;

@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
+#include <vector>
 
 namespace kvfold::live {
 
@@ -27,6 +29,59 @@ int FreePort() {
   close(fd);
   return ntohs(addr.sin_port);
 }
+
+namespace {
+
+// Starts nats-server with `args` (after the binary's name); the child dies
+// with the test process.
+pid_t Spawn(const std::vector<std::string>& args) {
+  const char* env = std::getenv("KVFOLD_NATS_SERVER");
+  const std::string bin = env != nullptr ? env : "nats-server";
+  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  // Only async-signal-safe calls in the child: the test process has threads.
+  static const char kNoServer[] =
+      "cannot start nats-server: install the nats-server package "
+      "(scripts/install-deps.sh) or set KVFOLD_NATS_SERVER\n";
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    // A test process that dies (a crash, a timeout) takes its server along.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    execvp(bin.c_str(), argv.data());
+    (void)!write(2, kNoServer, sizeof(kNoServer) - 1);
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits until `port` accepts connections; aborts if `pid` exits first or
+// 15 s pass.
+void WaitListening(pid_t pid, int port) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      std::fprintf(stderr, "nats-server exited during start-up (status %d)\n", status);
+      std::abort();
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::fprintf(stderr, "nats-server did not listen on port %d within 15 s\n", port);
+  std::abort();
+}
+
+}  // namespace
 
 NatsServer::NatsServer() : port_(FreePort()) { Start(); }
 
@@ -45,49 +100,63 @@ void NatsServer::Kill() {
 }
 
 void NatsServer::Start() {
-  const char* env = std::getenv("KVFOLD_NATS_SERVER");
-  const std::string bin = env != nullptr ? env : "nats-server";
-  const std::string port = std::to_string(port_);
-  const std::string store = dir_.path() + "/store";
-  const std::string log = dir_.path() + "/server.log";
-  // Only async-signal-safe calls in the child: the test process has threads.
-  static const char kNoServer[] =
-      "cannot start nats-server: install the nats-server package "
-      "(scripts/install-deps.sh) or set KVFOLD_NATS_SERVER\n";
-  const pid_t parent = getpid();
-  pid_ = fork();
-  if (pid_ == 0) {
-    // A test process that dies (a crash, a timeout) takes its server along.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
-    execlp(bin.c_str(), bin.c_str(), "-js", "-a", "127.0.0.1", "-p", port.c_str(), "-sd",
-           store.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
-    (void)!write(2, kNoServer, sizeof(kNoServer) - 1);
-    _exit(127);
-  }
+  pid_ = Spawn({"-js", "-a", "127.0.0.1", "-p", std::to_string(port_), "-sd", dir_.path() + "/store",
+                "-l", dir_.path() + "/server.log"});
   WaitReady();
 }
 
-void NatsServer::WaitReady() {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      std::fprintf(stderr, "nats-server exited during start-up (status %d)\n", status);
-      std::abort();
-    }
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    const bool up = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (up) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+void NatsServer::WaitReady() { WaitListening(pid_, port_); }
+
+NatsCluster::NatsCluster() {
+  for (int i = 0; i < kNodes; ++i) {
+    client_ports_[i] = FreePort();
+    cluster_ports_[i] = FreePort();
+    monitor_ports_[i] = FreePort();
   }
-  std::fprintf(stderr, "nats-server did not listen on port %d within 15 s\n", port_);
-  std::abort();
+  for (int i = 0; i < kNodes; ++i) {
+    std::string routes;
+    for (int j = 0; j < kNodes; ++j) {
+      if (j == i) continue;
+      if (!routes.empty()) routes += ", ";
+      routes += "nats-route://127.0.0.1:" + std::to_string(cluster_ports_[j]);
+    }
+    std::ofstream conf(dir_.path() + "/" + name(i) + ".conf");
+    conf << "server_name: " << name(i) << "\n"
+         << "listen: 127.0.0.1:" << client_ports_[i] << "\n"
+         << "http: 127.0.0.1:" << monitor_ports_[i] << "\n"
+         << "jetstream { store_dir: \"" << dir_.path() << "/" << name(i) << "\" }\n"
+         << "cluster {\n  name: kvfold\n  listen: 127.0.0.1:" << cluster_ports_[i]
+         << "\n  routes: [" << routes << "]\n}\n";
+  }
+  for (int i = 0; i < kNodes; ++i) Start(i);
+}
+
+NatsCluster::~NatsCluster() {
+  for (int i = 0; i < kNodes; ++i) {
+    if (pids_[i] > 0) kill(pids_[i], SIGTERM);
+  }
+  for (int i = 0; i < kNodes; ++i) {
+    if (pids_[i] > 0) waitpid(pids_[i], nullptr, 0);
+  }
+}
+
+void NatsCluster::Kill(int i) {
+  if (pids_[i] <= 0) return;
+  kill(pids_[i], SIGKILL);
+  waitpid(pids_[i], nullptr, 0);
+  pids_[i] = -1;
+}
+
+void NatsCluster::Start(int i) {
+  const std::string base = dir_.path() + "/" + name(i);
+  pids_[i] = Spawn({"-c", base + ".conf", "-l", base + ".log"});
+  WaitListening(pids_[i], client_ports_[i]);
+}
+
+std::string NatsCluster::urls() const {
+  std::string out;
+  for (int i = 0; i < kNodes; ++i) out += (i ? "," : "") + url(i);
+  return out;
 }
 
 }  // namespace kvfold::live

@@ -36,6 +36,39 @@ class NatsServer {
   pid_t pid_ = -1;
 };
 
+// Three nats-servers forming a JetStream cluster over routes on loopback,
+// each with its own store in a temporary directory; stopped and removed
+// when the object dies. Node i serves clients on url(i) and monitoring
+// (/connz, /jsz) on http://127.0.0.1:monitor_port(i).
+class NatsCluster {
+ public:
+  static constexpr int kNodes = 3;
+  NatsCluster();  // starts every node; aborts the test process if it cannot
+  ~NatsCluster();
+  NatsCluster(const NatsCluster&) = delete;
+  NatsCluster& operator=(const NatsCluster&) = delete;
+
+  // SIGKILL node i: no shutdown, no leadership hand-off.
+  void Kill(int i);
+  // Starts node i again on the same ports and store.
+  void Start(int i);
+  bool running(int i) const { return pids_[i] > 0; }
+
+  std::string url(int i) const { return "nats://127.0.0.1:" + std::to_string(client_ports_[i]); }
+  // Every node's URL, comma separated (what a client is given).
+  std::string urls() const;
+  int monitor_port(int i) const { return monitor_ports_[i]; }
+  // The server name of node i as the cluster reports it ("n0".."n2").
+  static std::string name(int i) { return "n" + std::to_string(i); }
+
+ private:
+  TestDir dir_;
+  int client_ports_[kNodes] = {};
+  int cluster_ports_[kNodes] = {};
+  int monitor_ports_[kNodes] = {};
+  pid_t pids_[kNodes] = {-1, -1, -1};
+};
+
 // A loopback port nothing listens on right now.
 int FreePort();
 
