@@ -42,6 +42,7 @@ constexpr const char* kKnown[] = {
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",        // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
+    "delivery-ignore-rollup-skip",  // watcher: a purge the server jumped to is folded
     // Caught by the power-cut simulation (tests/sim/power_cut_test.cc):
     "dir-skip-file-fsync",        // directory transport: renames an object before its data is synced
     "dir-skip-dir-fsync",         // directory transport: a rename is not made durable

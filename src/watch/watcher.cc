@@ -60,6 +60,7 @@ class WatchLoop {
   // must run first.
   void CheckStart(const StreamState& state);
   Status Apply(const BucketMessage& message);
+  StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message);
   // Reads fresh stream state and checks the floor: on success everything
   // received before the read is verified; otherwise repair_cause_ is set.
   StatusOr<StreamState> CheckFloor();
@@ -388,8 +389,17 @@ Status WatchLoop::Session(SessionEnd* end) {
     const bool floor_due = received_ && verified_ < *received_ &&
                            arrived - last_floor_check_ >= opt_.floor_check;
     switch (ev->kind) {
-      case DeliveryEvent::Kind::kMessage:
+      case DeliveryEvent::Kind::kMessage: {
         last_activity = arrived;
+        if (start.from_seq) {
+          auto skipped = SkippedBeforeRollup(ev->message);
+          if (!skipped.ok()) {
+            if (!skipped.status().IsUnavailable()) return skipped.status();
+            Log("checking a purge after a gap failed: " + skipped.status().message());
+            return Status::OK();
+          }
+          if (*skipped) return Status::OK();  // the next session starts after received_
+        }
         KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
         // A hint only: it makes the probe come sooner, it proves nothing.
         if (ev->message.pending == 0) probe_soon_ = true;
@@ -405,6 +415,7 @@ Status WatchLoop::Session(SessionEnd* end) {
           KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
         }
         break;
+      }
       case DeliveryEvent::Kind::kTimeout:
         if (probe_soon_ || floor_due || clock_.Now() - last_activity >= probe_every) {
           probe_soon_ = false;
@@ -426,6 +437,27 @@ Status WatchLoop::Session(SessionEnd* end) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }
   }
+}
+
+// nats-server before 2.9.12 moves every consumer that is behind forward to
+// a roll-up message (a KV purge) when it is stored, skipping what lies
+// between without a gap in consumer sequences. So a purge that arrives
+// after a jump in stream sequences is checked against the stream's store:
+// if it still retains something in scope in between, the delivery skipped
+// it, and a new delivery starts right after what arrived. (A sequential
+// delivery only: a state sync's jumps over older messages are its design.)
+StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m) {
+  if (m.op != Op::kPurge || !received_ || m.seq <= *received_ + 1 ||
+      KVFOLD_MUTANT("delivery-ignore-rollup-skip")) {
+    return false;
+  }
+  auto next = source_.FirstRetainedInScope(opt_.scope, *received_ + 1);
+  if (!next.ok()) return next.status();
+  if (!*next || **next >= m.seq) return false;
+  Log("delivery reset: the server skipped from sequence " + std::to_string(*received_) +
+      " to the purge at " + std::to_string(m.seq) + " past retained sequence " +
+      std::to_string(**next) + " (a roll-up moved the consumer forward)");
+  return true;
 }
 
 Status WatchLoop::Apply(const BucketMessage& m) {

@@ -654,6 +654,23 @@ std::vector<Scenario> Scenarios() {
                  h.b.StallDeliveries(3);
                  h.Run(h.Options());
                }});
+  s.push_back({"purge-while-behind", [](Harness& h) {
+                 h.b.SetRollupSkips(true);  // nats-server < 2.9.12
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 4);
+                 bool purged = false;
+                 h.on_change = [&](const Change&) {
+                   if (purged) return;
+                   purged = true;  // stored while the delivery is behind
+                   h.b.Put("a.9", "x");
+                   h.b.Purge("b.1");
+                   h.b.Put("c", "after the purge");
+                 };
+                 h.Run(h.Options());
+                 h.on_change = nullptr;
+                 h.Run(h.Options());  // what came after the first run's end
+               }, true});
   s.push_back({"limit-markers", [](Harness& h) {
                  WriteHistory(h.b, 0, 3);
                  h.Run(h.Options());

@@ -9,7 +9,8 @@ class SimDelivery final : public Delivery {
  public:
   SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs,
               uint64_t from_seq, Scope scope, int reset_after, int stall)
-      : bucket_(bucket),
+      : opened_at_(bucket.last_seq()),
+        bucket_(bucket),
         sync_(std::move(sync_seqs)),
         from_seq_(from_seq),
         scope_(std::move(scope)),
@@ -50,7 +51,19 @@ class SimDelivery final : public Delivery {
       const auto& r = log[sync_[sync_pos_++] - 1];
       if (r.retained) return &r;
     }
-    for (uint64_t seq = std::max(from_seq_, delivered_ + 1); seq <= log.size(); ++seq) {
+    uint64_t from = std::max(from_seq_, delivered_ + 1);
+    if (bucket_.rollup_skips() && sync_pos_ >= sync_.size()) {
+      // nats-server < 2.9.12: a purge stored after this delivery opened
+      // moved it forward to the purge, over whatever it had not sent yet.
+      for (uint64_t seq = log.size(); seq > std::max(from, opened_at_); --seq) {
+        const auto& r = log[seq - 1];
+        if (r.message.op == Op::kPurge && Matches(r)) {
+          from = seq;
+          break;
+        }
+      }
+    }
+    for (uint64_t seq = from; seq <= log.size(); ++seq) {
       if (Matches(log[seq - 1])) return &log[seq - 1];
     }
     return nullptr;
@@ -73,6 +86,7 @@ class SimDelivery final : public Delivery {
     return left >= enough ? 1 : 0;
   }
 
+  uint64_t opened_at_;  // the stream's last sequence when the delivery opened
   const SimBucket& bucket_;
   std::vector<uint64_t> sync_;
   size_t sync_pos_ = 0;

@@ -45,6 +45,10 @@ class SimBucket final : public BucketSource {
   // says 0 pending although up to n messages are still to come (nats-server
   // 2.10+ updates num_pending asynchronously; a cluster replica lags).
   void LagPending(int n) { lag_pending_ = n; }
+  // nats-server before 2.9.12: storing a purge (a roll-up) moves every open
+  // delivery that is behind forward to it, skipping what it had not sent.
+  void SetRollupSkips(bool on) { rollup_skips_ = on; }
+  bool rollup_skips() const { return rollup_skips_; }
   // Deletes and recreates the stream: new identity, sequences restart.
   void Recreate();
 
@@ -109,6 +113,7 @@ class SimBucket final : public BucketSource {
   std::vector<BucketMessage> writes_;  // every write ever, for the truth
   bool server_filters_ = true;
   bool history_one_ = false;
+  bool rollup_skips_ = false;
   int64_t max_msgs_ = -1;
   int lag_pending_ = 0;
   int reset_after_ = -1;

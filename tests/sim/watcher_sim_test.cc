@@ -303,6 +303,38 @@ TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
 
 // The catch-up probe may move the cursor past quiet stretches only when the
 // delivery is drained; messages still in flight must not be jumped over.
+// nats-server before 2.9.12 moves a delivery that is behind forward to a
+// purge (a roll-up) stored meanwhile, with no gap in consumer sequences.
+// The purge after a jump is checked against the stream: nothing is lost.
+TEST(WatcherSimTest, PurgeThatMovedABehindDeliveryForwardLosesNothing) {
+  SimBucket b;
+  b.SetRollupSkips(true);
+  WriteHistory(b, 4);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  WriteHistory(b, 8);
+  WatchOptions o = FastOptions();
+  bool purged = false;
+  std::vector<std::string> log;
+  o.log = [&](std::string_view l) { log.emplace_back(l); };
+  RunResult r;
+  o.apply = [&](const Change&) {
+    if (!purged) {
+      purged = true;  // stored while the delivery has sent one message
+      b.Put("a.9", "x");
+      b.Purge("b.1");
+    }
+    return Status::OK();
+  };
+  Status s = Watch(b, *fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(purged);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("a roll-up moved the consumer forward") != std::string::npos;
+  }));
+}
+
 TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
   SimBucket b;
   WriteHistory(b, 6);
