@@ -626,6 +626,51 @@ TEST(RepairSimTest, KeyRewrittenDuringTheListingIsNeverDeleted) {
 // Before any repair the watcher folds and flushes what it received,
 // retrying a failed commit: a batch left re-queued would be invisible to the
 // key-set diff and could resurrect a key deleted meanwhile.
+// SPEC §5 restore on an evicting bucket: a key the listing missed (it was
+// rewritten while the listing ran) and whose rewrite then ages out before
+// its last message is read has no message left, yet it is live. Retention
+// is read again after that read: it passed the artifact's cursor, so the
+// absence proves nothing, and the attempt is retried (with a fresher
+// artifact) instead of deleting the key. Found by the model's deep tier.
+TEST(RepairSimTest, KeyEvictedWhileItsLastMessageIsReadIsNeverDeleted) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  b.SetMaxMsgs(1000);  // evicts current values; the evictions here are by hand
+  Artifacts arts;
+  Node a, nb;
+  b.Put("a", "v1");
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  ASSERT_TRUE(RunNode(b, a).ok());
+  b.Delete("a");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  arts.Export(*a.fold);  // cursor 2: a is deleted there
+  b.Put("b", "v1");
+  b.Put("a", "v2");  // 4; history 1: nb (cursor 1) has expired
+  bool rewritten = false, evicted = false;
+  b.during_listing = [&] {  // the listing runs through 4
+    if (rewritten) return;
+    rewritten = true;
+    b.Put("a", "v3");  // 5 supersedes 4: the listing names no a
+  };
+  b.before_last_of_key = [&] {
+    if (evicted) return;
+    evicted = true;
+    b.Put("c", "v1");
+    EXPECT_TRUE(RunNode(b, a).ok());  // the exporter sees a = v3
+    arts.Export(*a.fold);
+    b.EvictThrough(5);  // a = v3 ages out while nb looks at it
+  };
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.repair_timeout = std::chrono::seconds(30);
+  Status s = RunNode(b, nb, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(rewritten);
+  EXPECT_TRUE(evicted);
+  ExpectConverged(b, nb);  // no delete of a at 4, where a = v2 was live
+  EXPECT_EQ(LiveEntries(*nb.fold).at("a").value, "v3");
+}
+
 TEST(RepairSimTest, RepairFlushesARequeuedBatchFirst) {
   SimBucket b;
   b.Put("a", "1");

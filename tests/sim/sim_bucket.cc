@@ -253,6 +253,7 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
 }
 
 StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& key) {
+  if (before_last_of_key) before_last_of_key();
   for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
     if (it->retained && it->message.key == key) {
       BucketMessage m = it->message;

@@ -84,6 +84,8 @@ class SimBucket final : public BucketSource {
                                            const Scope& scope) override;
   StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                          uint64_t from_seq) override;
+  // Runs at the start of each LastOfKey (retention racing the read).
+  std::function<void()> before_last_of_key;
   StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override;
   // Runs inside each ListKeys, after the listing's last_seq was read and
   // before keys are named (writes racing the listing).
