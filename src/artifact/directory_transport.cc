@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 Status SyncCreated(FileOps& ops, const std::vector<std::string>& created) {
   if (KVFOLD_MUTANT("dir-skip-created-dir-fsync")) return Status::OK();
   for (const std::string& dir : created) {
-    KVFOLD_RETURN_IF_ERROR(ops.SyncDir(fs::path(dir).parent_path().string()));
+    // A relative one-part location ("dir:arts") lives in the working directory.
+    const fs::path parent = fs::path(dir).parent_path();
+    KVFOLD_RETURN_IF_ERROR(ops.SyncDir(parent.empty() ? "." : parent.string()));
   }
   return Status::OK();
 }

@@ -60,7 +60,7 @@ class WatchLoop {
   // must run first.
   void CheckStart(const StreamState& state);
   Status Apply(const BucketMessage& message);
-  StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message);
+  StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message, uint64_t sequential_from);
   // Reads fresh stream state and checks the floor: on success everything
   // received before the read is verified; otherwise repair_cause_ is set.
   StatusOr<StreamState> CheckFloor();
@@ -341,6 +341,10 @@ Status WatchLoop::Session(SessionEnd* end) {
     sync_next_ = false;
   }
   last_floor_check_ = clock_.Now();
+  // Where the delivery reads the stream in sequence order: from its start,
+  // or, after a last-per-subject state sync, from past the stream's end as
+  // it stood once the consumer existed.
+  const uint64_t sequential_from = start.from_seq ? *start.from_seq : after->last_seq + 1;
 
   probe_soon_ = true;
   Clock::TimePoint last_activity = clock_.Now();
@@ -391,11 +395,13 @@ Status WatchLoop::Session(SessionEnd* end) {
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage: {
         last_activity = arrived;
-        if (start.from_seq) {
-          auto skipped = SkippedBeforeRollup(ev->message);
+        {
+          auto skipped = SkippedBeforeRollup(ev->message, sequential_from);
           if (!skipped.ok()) {
-            if (!skipped.status().IsUnavailable()) return skipped.status();
-            Log("checking a purge after a gap failed: " + skipped.status().message());
+            if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
+              return skipped.status();
+            }
+            Log("checking a purge after a jump failed: " + skipped.status().message());
             return Status::OK();
           }
           if (*skipped) return Status::OK();  // the next session starts after received_
@@ -444,17 +450,17 @@ Status WatchLoop::Session(SessionEnd* end) {
 // between without a gap in consumer sequences. So a purge that arrives
 // after a jump in stream sequences is checked against the stream's store:
 // if it still retains something in scope in between, the delivery skipped
-// it, and a new delivery starts right after what arrived. (A sequential
-// delivery only: a state sync's jumps over older messages are its design.)
-StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m) {
-  if (m.op != Op::kPurge || !received_ || m.seq <= *received_ + 1 ||
-      KVFOLD_MUTANT("delivery-ignore-rollup-skip")) {
-    return false;
-  }
-  auto next = source_.FirstRetainedInScope(opt_.scope, *received_ + 1);
+// it, and a new delivery starts right after what arrived. Only where the
+// delivery reads in sequence order (from `sequential_from` on): a state
+// sync's jumps over older messages are its design.
+StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t sequential_from) {
+  if (m.op != Op::kPurge || KVFOLD_MUTANT("delivery-ignore-rollup-skip")) return false;
+  const uint64_t from = std::max(received_ ? *received_ + 1 : 0, sequential_from);
+  if (m.seq <= from) return false;
+  auto next = source_.FirstRetainedInScope(opt_.scope, from);
   if (!next.ok()) return next.status();
   if (!*next || **next >= m.seq) return false;
-  Log("delivery reset: the server skipped from sequence " + std::to_string(*received_) +
+  Log("delivery reset: the server skipped from sequence " + std::to_string(from) +
       " to the purge at " + std::to_string(m.seq) + " past retained sequence " +
       std::to_string(**next) + " (a roll-up moved the consumer forward)");
   return true;

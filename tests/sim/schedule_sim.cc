@@ -671,6 +671,26 @@ std::vector<Scenario> Scenarios() {
                  h.on_change = nullptr;
                  h.Run(h.Options());  // what came after the first run's end
                }, true});
+  for (const bool history_one : {false, true}) {
+    // The same during a fresh node's state sync: last-per-subject, or
+    // sequential from the first retained message on a history-1 bucket.
+    s.push_back({history_one ? "purge-during-history-one-sync" : "purge-during-sync",
+                 [history_one](Harness& h) {
+                   h.b.SetRollupSkips(true);
+                   h.b.SetHistoryOne(history_one);
+                   WriteHistory(h.b, 0, 6);
+                   bool purged = false;
+                   h.on_change = [&](const Change&) {
+                     if (purged) return;
+                     purged = true;
+                     h.b.Put("a.9", "x");
+                     h.b.Purge("b.1");
+                   };
+                   h.Run(h.Options());
+                   h.on_change = nullptr;
+                   h.Run(h.Options());
+                 }});
+  }
   s.push_back({"limit-markers", [](Harness& h) {
                  WriteHistory(h.b, 0, 3);
                  h.Run(h.Options());
