@@ -27,6 +27,7 @@ constexpr const char* kKnown[] = {
     "repair-never-deletes",       // relist/restore: unlisted keys are kept
     "repair-skip-last-check",     // relist/restore: a key the listing raced is deleted
     "restore-skip-recheck-after-last",  // restore: a key evicted while checked is deleted
+    "watch-trust-unanchored",     // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk", // restore: the cursor moves before the final commit
     "fold-cursor-backward",       // stores: the cursor may move backward
     "fold-message-ignore-revision",  // core: an older message overwrites a newer entry

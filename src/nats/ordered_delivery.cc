@@ -33,18 +33,7 @@ StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
   // Read the generation before subscribing: a reconnect racing with the
   // set-up must show up as a reset, not be missed.
   d->generation_ = d->conn_->generation();
-  natsInbox* inbox = nullptr;
-  natsStatus s = natsInbox_Create(&inbox);
-  if (s != NATS_OK) return Status::Internal("creating an inbox: " + NatsError(s));
-  d->inbox_ = inbox;
-  natsInbox_Destroy(inbox);
-  s = natsConnection_SubscribeSync(&d->sub_, d->conn_->raw(), d->inbox_.c_str());
-  if (s != NATS_OK) {
-    return Status::Unavailable("subscribing to a delivery inbox: " + NatsError(s));
-  }
-  // Unlimited client-side buffering: flow control bounds what the server
-  // sends, and a dropped message would be a silent gap.
-  natsSubscription_SetPendingLimits(d->sub_, -1, -1);
+  KVFOLD_RETURN_IF_ERROR(d->Subscribe());
 
   const auto& filters = d->config_.filters;
   bool honored = true;
@@ -52,7 +41,13 @@ StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
     Status cs = d->Create(filters, &honored);
     if (!cs.ok() && !cs.IsFailedPrecondition()) return cs;
     if (cs.ok() && honored) return d;
-    if (cs.ok()) d->DeleteConsumer();
+    if (cs.ok()) {
+      // What the first consumer already pushed must not mix with the
+      // next one's sequences: it gets an inbox of its own.
+      d->DeleteConsumer();
+      d->Unsubscribe();
+      KVFOLD_RETURN_IF_ERROR(d->Subscribe());
+    }
     *multi_filter_supported = false;
   }
   if (filters.size() > 1) {
@@ -64,6 +59,38 @@ StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
     KVFOLD_RETURN_IF_ERROR(d->Create(filters, &honored));
   }
   return d;
+}
+
+Status OrderedDelivery::Subscribe() {
+  natsInbox* inbox = nullptr;
+  natsStatus s = natsInbox_Create(&inbox);
+  if (s != NATS_OK) return Status::Internal("creating an inbox: " + NatsError(s));
+  inbox_ = inbox;
+  natsInbox_Destroy(inbox);
+  s = natsConnection_SubscribeSync(&sub_, conn_->raw(), inbox_.c_str());
+  if (s != NATS_OK) {
+    sub_ = nullptr;
+    return Status::Unavailable("subscribing to a delivery inbox: " + NatsError(s));
+  }
+  // Unlimited client-side buffering: flow control bounds what the server
+  // sends, and a dropped message would be a silent gap.
+  natsSubscription_SetPendingLimits(sub_, -1, -1);
+  return Status::OK();
+}
+
+void OrderedDelivery::Unsubscribe() {
+  if (sub_ == nullptr) return;
+  natsSubscription_Unsubscribe(sub_);
+  // nats.c's reader thread may still be handing a message it read before
+  // the unsubscribe to this subscription (libnats 3.4 then touches freed
+  // memory: the kill campaign crashed on it). A round trip to the server
+  // is handled by that same thread after whatever came before, so once it
+  // returns nothing refers to the subscription any more. Best effort: a
+  // lost connection has no reader at work.
+  (void)natsConnection_FlushTimeout(conn_->raw(), 2000);
+  conn_->TakeSlowConsumer(sub_);
+  natsSubscription_Destroy(sub_);
+  sub_ = nullptr;
 }
 
 Status OrderedDelivery::Create(const std::vector<std::string>& filters,
@@ -132,12 +159,9 @@ void OrderedDelivery::DestroySpent() {
 
 OrderedDelivery::~OrderedDelivery() {
   DestroySpent();
-  if (sub_ != nullptr) {
-    natsSubscription_Unsubscribe(sub_);
-    conn_->TakeSlowConsumer(sub_);
-    natsSubscription_Destroy(sub_);
-  }
+  // The server stops pushing first; then the subscription goes.
   DeleteConsumer();
+  Unsubscribe();
 }
 
 DeliveryEvent OrderedDelivery::Reset(std::string reason) {

@@ -53,6 +53,9 @@ class OrderedDelivery final : public Delivery {
   void Spend(natsMsg* msg);
   void DestroySpent();
   static DeliveryEvent Reset(std::string reason);
+  // A fresh inbox and a subscription to it; and their removal.
+  Status Subscribe();
+  void Unsubscribe();
 
   std::shared_ptr<NatsConnection> conn_;
   OrderedDeliveryConfig config_;

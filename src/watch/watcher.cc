@@ -172,7 +172,7 @@ Status WatchLoop::Prepare() {
     return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
                                       meta->seeding + "; re-run `kvfold seed` to finish it");
   }
-  unanchored_ = !meta->cursor && meta->entries > 0;
+  unanchored_ = !meta->cursor && meta->entries > 0 && !KVFOLD_MUTANT("watch-trust-unanchored");
   fold_max_revision_ = meta->max_revision;
   committed_ = meta->cursor;
   received_ = meta->cursor;

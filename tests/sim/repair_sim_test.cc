@@ -19,6 +19,7 @@
 #include "kvfold/transport.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
+#include "sim/instant_sleep_clock.h"
 #include "sim/sim_bucket.h"
 #include "test_dir.h"
 
@@ -29,23 +30,7 @@ using sim::Fault;
 using sim::FaultFold;
 using sim::SimBucket;
 
-// Real time, except that sleeping (backoff, commit retries) passes at once:
-// schedules with thousands of retries stay fast and deterministic in order.
-class InstantSleepClock final : public Clock {
- public:
-  TimePoint Now() override {
-    std::lock_guard lock(mu_);
-    return std::chrono::steady_clock::now() + skipped_;
-  }
-  void SleepFor(std::chrono::milliseconds d, const std::stop_token&) override {
-    std::lock_guard lock(mu_);
-    skipped_ += d;
-  }
-
- private:
-  std::mutex mu_;
-  std::chrono::steady_clock::duration skipped_{0};
-};
+using sim::InstantSleepClock;
 
 WatchOptions Fast() {
   static InstantSleepClock clock;

@@ -29,32 +29,17 @@
 
 #include "kvfold/artifact.h"
 #include "kvfold/repair.h"
+#include "fold_view.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_env.h"
 #include "sim/fault_fold.h"
+#include "sim/instant_sleep_clock.h"
 #include "sim/memory_transport.h"
 #include "sim/sim_bucket.h"
 #include "store/rocks_fold_env.h"
 
 namespace kvfold::sim {
 namespace {
-
-// Real time, except that sleeping (backoff, retries) passes at once.
-class InstantSleepClock final : public Clock {
- public:
-  TimePoint Now() override {
-    std::lock_guard lock(mu_);
-    return std::chrono::steady_clock::now() + skipped_;
-  }
-  void SleepFor(std::chrono::milliseconds d, const std::stop_token&) override {
-    std::lock_guard lock(mu_);
-    skipped_ += d;
-  }
-
- private:
-  std::mutex mu_;
-  std::chrono::steady_clock::duration skipped_{0};
-};
 
 // One injected fault: at a commit attempt (FaultFold) or at a write
 // operation inside the store (FaultEnv), both counted over the schedule.
@@ -212,7 +197,7 @@ class Harness {
   // The final oracles; returns the divergences found.
   std::vector<std::string> Finish() {
     if (!fault_fold_->crashed() && !env_.dead()) {
-      auto live = Live(*fault_fold_);
+      auto live = LiveEntries(*fault_fold_);
       auto truth = b.Truth(scope);
       if (live != truth) Diverge("fold != truth: " + Diff(live, truth));
       if (hook_ != live) Diverge("hook state != fold: " + Diff(hook_, live));
@@ -231,16 +216,6 @@ class Harness {
 
   void Diverge(const std::string& what) {
     if (divergences_.size() < 4) divergences_.push_back(what);
-  }
-
-  static std::map<std::string, Entry> Live(Fold& fold) {
-    std::map<std::string, Entry> out;
-    Status s = fold.Scan("", false, [&](std::string_view k, const Entry& e) {
-      out.emplace(std::string(k), e);
-      return true;
-    });
-    if (!s.ok()) out.emplace("<scan failed>", Entry{0, true, s.ToString()});
-    return out;
   }
 
   static std::string Diff(const std::map<std::string, Entry>& a,
@@ -384,14 +359,7 @@ class Harness {
         !NoHoles()) {
       return;
     }
-    for (const auto& r : b.log()) {
-      const BucketMessage& m = r.message;
-      if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
-      auto it = entries.find(m.key);
-      if (it != entries.end() && it->second.revision >= m.seq) continue;
-      entries[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
-    }
-    std::erase_if(entries, [](const auto& kv) { return kv.second.deleted; });
+    b.ApplyTail(cursor, scope, &entries);
     auto truth = b.Truth(scope);
     if (entries != truth) Diverge(when + ": fold + tail != truth:" + Diff(entries, truth));
   }
@@ -437,7 +405,7 @@ class Harness {
         Diverge("a node seeded from " + id + " does not catch up: " + s.ToString());
         continue;
       }
-      auto live = Live(*fold);
+      auto live = LiveEntries(*fold);
       auto truth = b.Truth(scope);
       if (live != truth) Diverge("a node seeded from " + id + " != truth:" + Diff(live, truth));
     }

@@ -173,6 +173,18 @@ void SimBucket::EvictThrough(uint64_t seq) {
   first_seq_ = std::max(first_seq_, seq + 1);
 }
 
+void SimBucket::ApplyTail(uint64_t cursor, const Scope& scope,
+                          std::map<std::string, Entry>* entries) const {
+  for (const auto& r : log_) {
+    const BucketMessage& m = r.message;
+    if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
+    auto it = entries->find(m.key);
+    if (it != entries->end() && it->second.revision >= m.seq) continue;
+    (*entries)[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
+  }
+  std::erase_if(*entries, [](const auto& kv) { return kv.second.deleted; });
+}
+
 std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t through) const {
   std::map<std::string, Entry> truth;
   for (const auto& w : writes_) {

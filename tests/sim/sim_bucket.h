@@ -73,6 +73,12 @@ class SimBucket final : public BucketSource {
   // The stream's identity, without ReadStream's side effects.
   const std::string& created() const { return created_; }
 
+  // The cursor's meaning (SPEC §1): folds the retained messages after
+  // `cursor` in `scope` over `entries` (a fold's entries, tombstones
+  // included) by the revision rule, then drops the tombstones: the live
+  // entries a fold at `cursor` plus the stream's tail come to.
+  void ApplyTail(uint64_t cursor, const Scope& scope, std::map<std::string, Entry>* entries) const;
+
   // Every write minus every real delete, in `scope`, for sequences <= `through`
   // (independent of retention).
   std::map<std::string, Entry> Truth(const Scope& scope,

@@ -66,15 +66,7 @@ std::map<std::string, Entry> FoldPlusTail(Fold& fold, const SimBucket& b,
     all.emplace(std::string(k), e);
     return true;
   }).ok());
-  const uint64_t cursor = fold.ReadMeta()->cursor.value_or(0);
-  for (const auto& r : b.log()) {
-    const BucketMessage& m = r.message;
-    if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
-    auto it = all.find(m.key);
-    if (it != all.end() && it->second.revision >= m.seq) continue;
-    all[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
-  }
-  std::erase_if(all, [](const auto& kv) { return kv.second.deleted; });
+  b.ApplyTail(fold.ReadMeta()->cursor.value_or(0), scope, &all);
   return all;
 }
 
