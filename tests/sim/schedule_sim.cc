@@ -4,7 +4,7 @@
 // fold a REAL RocksDB fold on a fault-injecting in-memory file system, and
 // artifacts exported mid-run. After each schedule the oracles decide.
 //
-//   kvfold_sim [--quick|--deep] [--scenario NAME] [--threads N] [--limit N] [--verbose]
+//   kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N] [--verbose]
 //
 // Prints exactly one summary line, `sim: N schedules, M scenarios, D
 // divergences`, and exits 1 when D > 0 (the first divergences are detailed
@@ -726,6 +726,7 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool 
 struct Options {
   bool deep = false;
   bool quick = false;  // single faults at batch size 1 only (the mutation runs)
+  bool fail_fast = false;  // stop at the first divergence
   bool verbose = false;
   std::string only;
   int threads = 4;  // a schedule waits on its watcher's threads now and then
@@ -769,6 +770,7 @@ int Main(const Options& opt) {
   std::map<std::string, int> by_kind;
   auto worker = [&] {
     for (size_t i = next++; i < jobs.size(); i = next++) {
+      if (opt.fail_fast && diverged.load() > 0) break;
       const Job& j = jobs[i];
       Harness h(j.config, j.schedule);
       j.scenario->run(h);
@@ -811,6 +813,8 @@ int main(int argc, char** argv) {
       opt.deep = true;
     } else if (a == "--quick") {
       opt.quick = true;
+    } else if (a == "--fail-fast") {
+      opt.fail_fast = true;
     } else if (a == "--verbose") {
       opt.verbose = true;
     } else if (a == "--scenario" && i + 1 < argc) {
@@ -821,7 +825,7 @@ int main(int argc, char** argv) {
       opt.limit = static_cast<size_t>(std::atoll(argv[++i]));
     } else {
       std::fprintf(stderr,
-                   "usage: kvfold_sim [--quick|--deep] [--scenario NAME] [--threads N] [--limit N] "
+                   "usage: kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N] "
                    "[--verbose]\n");
       return 2;
     }
