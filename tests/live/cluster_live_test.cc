@@ -30,30 +30,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-// GET http://127.0.0.1:port/path (the monitoring endpoint), "" on failure.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  timeval tv{2, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  std::string out;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  const size_t body = out.find("\r\n\r\n");
-  return body == std::string::npos ? "" : out.substr(body + 4);
-}
-
 class ClusterLiveTest : public ::testing::Test {
  protected:
   ClusterLiveTest() : kv_(cluster_.urls()) {}
@@ -62,7 +38,7 @@ class ClusterLiveTest : public ::testing::Test {
   int MirrorNode() {
     for (int i = 0; i < NatsCluster::kNodes; ++i) {
       if (!cluster_.running(i)) continue;
-      const std::string body = HttpGet(cluster_.monitor_port(i), "/connz?limit=1024");
+      const std::string body = MonitorGet(cluster_.monitor_port(i), "/connz?limit=1024");
       if (body.empty()) continue;
       const json connz = json::parse(body, nullptr, false);
       if (connz.is_discarded()) continue;
@@ -73,13 +49,17 @@ class ClusterLiveTest : public ::testing::Test {
     return -1;
   }
 
-  // Creates an R3 bucket once the cluster has a JetStream meta leader (a
-  // create before that fails), then waits until the stream has a leader
-  // and both replicas are current.
+  // Creates an R3 bucket once every node is healthy (has a JetStream meta
+  // leader), then waits until the stream has a leader and both replicas
+  // are current. A create can still fail for a while after that ("no
+  // suitable peers for placement" until the meta leader has heard every
+  // peer's statistics), so it is retried.
   void CreateR3Bucket(const std::string& bucket, const json& overrides = {}) {
+    ASSERT_TRUE(cluster_.WaitJetStreamReady(std::chrono::seconds(60)))
+        << "the cluster's nodes never became healthy\n" << cluster_.LogTails(20);
     json cfg = {{"num_replicas", 3}};
     for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    const auto deadline = Clock::now() + std::chrono::seconds(90);
     while (true) {
       try {
         kv_.CreateBucket(bucket, cfg);
@@ -87,11 +67,12 @@ class ClusterLiveTest : public ::testing::Test {
       } catch (const std::exception& e) {
         // "already in use": an earlier attempt's create landed after all.
         if (std::string(e.what()).find("already in use") != std::string::npos) break;
-        ASSERT_LT(Clock::now(), deadline) << "no JetStream meta leader: " << e.what();
+        ASSERT_LT(Clock::now(), deadline)
+            << "cannot create an R3 stream: " << e.what() << "\n" << cluster_.LogTails(20);
         std::this_thread::sleep_for(milliseconds(200));
       }
     }
-    WaitStreamHealthy(bucket);
+    ASSERT_NO_FATAL_FAILURE(WaitStreamHealthy(bucket));
   }
 
   void WaitStreamHealthy(const std::string& bucket) {
@@ -123,7 +104,9 @@ class ClusterLiveTest : public ::testing::Test {
       ++left;
       json info;
       try {
-        info = kv_.Api("$JS.API.CONSUMER.INFO." + stream + "." + name.get<std::string>(), nullptr);
+        // One short try: a consumer led by the dead node does not answer.
+        info = kv_.Api("$JS.API.CONSUMER.INFO." + stream + "." + name.get<std::string>(), nullptr,
+                       std::chrono::seconds(2));
       } catch (const std::exception&) {
         continue;  // removed meanwhile, or on the dead node
       }
@@ -223,7 +206,7 @@ class ClusterLiveTest : public ::testing::Test {
 // resumes from its last received sequence and ends equal to the truth.
 TEST_F(ClusterLiveTest, MirrorNodeKilledMidStreamReconnectsAndConverges) {
   const auto started = Clock::now();
-  CreateR3Bucket("r3");
+  ASSERT_NO_FATAL_FAILURE(CreateR3Bucket("r3"));
   ConnectOptions connect;
   connect.url = cluster_.urls();
   auto source = OpenNatsBucket(connect, "r3");
@@ -280,7 +263,7 @@ TEST_F(ClusterLiveTest, MirrorNodeKilledMidStreamReconnectsAndConverges) {
 // another node and the fold ends equal to the truth.
 TEST_F(ClusterLiveTest, MirrorNodeKilledMidRelistRetriesOnAnotherNode) {
   const auto started = Clock::now();
-  CreateR3Bucket("r3h", {{"max_msgs_per_subject", 1}});
+  ASSERT_NO_FATAL_FAILURE(CreateR3Bucket("r3h", {{"max_msgs_per_subject", 1}}));
   ConnectOptions connect;
   connect.url = cluster_.urls();
   auto fold = OpenRocksFold(dir_.path() + "/fold");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <stdexcept>
@@ -37,13 +38,15 @@ KvClient::~KvClient() {
   natsConnection_Destroy(nc_);
 }
 
-json KvClient::Api(const std::string& subject, const json& body) {
+json KvClient::Api(const std::string& subject, const json& body,
+                   std::chrono::milliseconds patience) {
   const std::string data = body.is_null() ? "" : body.dump();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
   while (true) {
     natsMsg* reply = nullptr;
+    const auto timeout = std::min<int64_t>(5000, std::max<int64_t>(patience.count(), 1));
     natsStatus s = natsConnection_Request(&reply, nc_, subject.c_str(), data.data(),
-                                          static_cast<int>(data.size()), 5000);
+                                          static_cast<int>(data.size()), timeout);
     if (s == NATS_OK) {
       json j = json::parse(std::string(natsMsg_GetData(reply), natsMsg_GetDataLength(reply)));
       natsMsg_Destroy(reply);

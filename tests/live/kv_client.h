@@ -6,6 +6,7 @@
 
 #include <nats/nats.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -54,8 +55,10 @@ class KvClient {
   std::optional<Entry> StoredLast(const std::string& bucket, const std::string& key);
 
   // A JetStream API request ($JS.API.<subject>... given whole); the reply,
-  // or an exception carrying the server's error.
-  nlohmann::json Api(const std::string& subject, const nlohmann::json& body);
+  // or an exception carrying the server's error. A request nobody answers
+  // is retried until `patience` has passed.
+  nlohmann::json Api(const std::string& subject, const nlohmann::json& body,
+                     std::chrono::milliseconds patience = std::chrono::seconds(30));
 
   // The truth for `bucket` within `scope`: key -> live entry.
   std::map<std::string, Entry> Truth(const std::string& bucket, const Scope& scope = Scope()) const;

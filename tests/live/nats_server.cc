@@ -17,17 +17,49 @@
 
 namespace kvfold::live {
 
-int FreePort() {
+std::vector<int> FreePorts(int n) {
+  // Every socket stays bound until all are picked, so the ports differ.
+  std::vector<int> fds;
+  std::vector<int> ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    fds.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+int FreePort() { return FreePorts(1)[0]; }
+
+std::string MonitorGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
   close(fd);
-  return ntohs(addr.sin_port);
+  const size_t body = out.find("\r\n\r\n");
+  return body == std::string::npos ? "" : out.substr(body + 4);
 }
 
 namespace {
@@ -108,10 +140,11 @@ void NatsServer::Start() {
 void NatsServer::WaitReady() { WaitListening(pid_, port_); }
 
 NatsCluster::NatsCluster() {
+  const std::vector<int> ports = FreePorts(3 * kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    client_ports_[i] = FreePort();
-    cluster_ports_[i] = FreePort();
-    monitor_ports_[i] = FreePort();
+    client_ports_[i] = ports[3 * i];
+    cluster_ports_[i] = ports[3 * i + 1];
+    monitor_ports_[i] = ports[3 * i + 2];
   }
   for (int i = 0; i < kNodes; ++i) {
     std::string routes;
@@ -151,6 +184,34 @@ void NatsCluster::Start(int i) {
   const std::string base = dir_.path() + "/" + name(i);
   pids_[i] = Spawn({"-c", base + ".conf", "-l", base + ".log"});
   WaitListening(pids_[i], client_ports_[i]);
+}
+
+bool NatsCluster::WaitJetStreamReady(std::chrono::seconds patience) const {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int ready = 0;
+    for (int i = 0; i < kNodes; ++i) {
+      ready += running(i) &&
+               MonitorGet(monitor_ports_[i], "/healthz").find("\"ok\"") != std::string::npos;
+    }
+    if (ready == kNodes) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+std::string NatsCluster::LogTails(size_t lines) const {
+  std::string out;
+  for (int i = 0; i < kNodes; ++i) {
+    std::ifstream in(dir_.path() + "/" + name(i) + ".log");
+    std::vector<std::string> all;
+    for (std::string l; std::getline(in, l);) all.push_back(l);
+    out += "--- " + name(i) + (running(i) ? "" : " (killed)") + " log, last lines:\n";
+    for (size_t k = all.size() > lines ? all.size() - lines : 0; k < all.size(); ++k) {
+      out += all[k] + "\n";
+    }
+  }
+  return out;
 }
 
 std::string NatsCluster::urls() const {

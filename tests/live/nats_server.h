@@ -7,7 +7,9 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "test_dir.h"
 
@@ -53,6 +55,11 @@ class NatsCluster {
   // Starts node i again on the same ports and store.
   void Start(int i);
   bool running(int i) const { return pids_[i] > 0; }
+  // Waits until every node's /healthz is ok (each has JetStream and a
+  // meta leader); false when `patience` passes first.
+  bool WaitJetStreamReady(std::chrono::seconds patience) const;
+  // The last `lines` lines of every node's log, for a failure message.
+  std::string LogTails(size_t lines) const;
 
   std::string url(int i) const { return "nats://127.0.0.1:" + std::to_string(client_ports_[i]); }
   // Every node's URL, comma separated (what a client is given).
@@ -71,6 +78,11 @@ class NatsCluster {
 
 // A loopback port nothing listens on right now.
 int FreePort();
+// `n` distinct such ports.
+std::vector<int> FreePorts(int n);
+// GET http://127.0.0.1:port/path (a server's monitoring endpoint): the
+// body, "" on failure.
+std::string MonitorGet(int port, const std::string& path);
 
 }  // namespace kvfold::live
 
