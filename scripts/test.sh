@@ -15,14 +15,21 @@ export PATH="$PATH:/usr/sbin:/sbin"   # Debian installs nats-server in sbin
 
 scripts/install-deps.sh
 start=$(date +%s)
+# Marks the end of a step with the minutes and seconds since the start.
+step() { local t=$(( $(date +%s) - start )); printf 'test.sh: [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
 
 scripts/build.sh build
+step "build"
 (cd build && ctest --output-on-failure -L 'unit|live')
+step "plain unit + live tests"
 # The tiers that print their counts: process kills (`kills:`), the
 # fault-schedule simulation (`sim:`) and the exhaustive model (`model:`).
 build/tests/kvfold_crash_tests --gtest_brief=1
+step "kill campaign"
 build/tests/kvfold_sim
+step "simulation"
 build/tests/kvfold_model
+step "model"
 
 # Users build Release and Debug too: both must compile without warnings
 # (Debug is the sanitizer build below; Release optimizes harder and warns
@@ -31,6 +38,7 @@ build/tests/kvfold_model
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DKVFOLD_WERROR=ON \
   -DKVFOLD_BUILD_BENCH=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
 cmake --build build-release -j2 --target kvfold kvfold_cli
+step "Release shared build"
 
 # The package as users consume it: every public header compiles on its own;
 # the static (build) and shared (build-release) installs each build the
@@ -57,14 +65,17 @@ PKG_CONFIG_PATH="$(dirname "$(find "$pkg/static" -name kvfold.pc)")" \
 rc=0; "$pkg/embed_mirror_pc" 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || { echo "test.sh: the pkg-config example did not run (exit $rc)" >&2; exit 1; }
 echo "test.sh: package installs and builds out of tree (static and shared, CMake and pkg-config)"
+step "package"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
   -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
+step "ASan build"
 # The 3-node cluster test runs in the plain tier only: under a sanitizer's
 # slowdown its consumer creates time out through every leader election.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    GTEST_FILTER='-ClusterLiveTest.*' ctest --output-on-failure -L 'unit|live')
+step "ASan tests"
 
 # ThreadSanitizer over every test with threads: nats.c's callback threads,
 # the background committer, the export worker, readers beside a writer.
@@ -72,11 +83,15 @@ cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON \
   -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
+step "TSan build"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../tests/tsan.supp" \
    GTEST_FILTER='-ClusterLiveTest.*' setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
+step "TSan tests"
 
 # Every correctness step has a test that fails without it (run-time switch).
 cmake --build build-asan -j2 --target kvfold_sim
+step "sim (ASan) build"
 scripts/mutations.sh build-asan
+step "mutations"
 
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"
