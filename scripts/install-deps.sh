@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libnats-dev librocksdb-dev libzstd-dev
   libprotobuf-dev protobuf-compiler libssl-dev
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nats-server
 )

@@ -60,6 +60,20 @@ struct DeliveryStart {
   std::optional<uint64_t> from_seq;
 };
 
+// Why a delivery broke.
+enum class ResetCause {
+  kConsumerGap,   // a consumer sequence was skipped: a message was lost
+  kHeartbeatGap,  // a heartbeat named a message that never arrived
+  kIdle,          // no message or heartbeat for three heartbeat intervals
+  kConnection,    // the connection was lost or re-established
+  kSlowConsumer,  // the client dropped messages
+  kServerStatus,  // the server sent a status the delivery cannot continue on
+  kRollupSkip,    // the server moved the consumer past retained messages
+                  // (found by the watcher: nats-server < 2.9.12 at a purge)
+  kOther,
+};
+std::string_view ResetCauseName(ResetCause cause);  // "consumer_gap", ...
+
 // What one Delivery::Next call produced.
 struct DeliveryEvent {
   enum class Kind {
@@ -71,7 +85,8 @@ struct DeliveryEvent {
   };
   Kind kind = Kind::kTimeout;
   BucketMessage message;
-  std::string reason;
+  std::string reason;                    // kReset: in words, with numbers
+  ResetCause cause = ResetCause::kOther;  // kReset
 };
 
 class Delivery {

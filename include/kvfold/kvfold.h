@@ -12,9 +12,11 @@
 #include "kvfold/status.h"
 #include "kvfold/artifact.h"
 #include "kvfold/lease.h"
+#include "kvfold/log_line.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"
 #include "kvfold/transport.h"
+#include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 
 #endif  // KVFOLD_KVFOLD_H_

@@ -35,11 +35,14 @@
 #include "kvfold/bucket.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
+#include "kvfold/log_line.h"
 #include "kvfold/repair.h"
 #include "kvfold/scope.h"
 #include "kvfold/status.h"
 
 namespace kvfold {
+
+class WatchMetrics;
 
 // Where a change comes from.
 enum class ChangeOrigin {
@@ -144,8 +147,15 @@ struct WatchOptions {
   std::string spill_dir;
 
   // Receives one line for each notable event (a delivery reset, a retried
-  // commit, every repair decision with its reason). Default: none.
-  std::function<void(std::string_view)> log;
+  // commit, every repair decision with its reason and numbers), with its
+  // level. A hook taking std::string_view works too (see log_line.h).
+  // Default: none.
+  std::function<void(const LogLine&)> log;
+
+  // Counters and gauges of this watch (see watch_metrics.h), updated as it
+  // runs and readable from any thread. Not owned; must outlive the watch.
+  // Default: none.
+  WatchMetrics* metrics = nullptr;
 
   // Time source. Default: the real clock. Not owned.
   Clock* clock = nullptr;

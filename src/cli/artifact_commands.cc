@@ -9,6 +9,7 @@
 #include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
+#include "cli/logger.h"
 #include "cli/progress.h"
 #include "core/base64.h"
 #include "kvfold/artifact.h"
@@ -116,11 +117,11 @@ int RunExport(const ExportFlags& f) {
   auto m = ExportArtifact(**fold, **to, options);
   bar.Finish();
   if (skipped > 0) {
-    std::cerr << "kvfold export: warning: left out " << skipped
-              << " key(s) an artifact cannot hold; first: " << first_skipped << "\n";
+    Log().Warn("left out " + std::to_string(skipped) +
+               " key(s) an artifact cannot hold; first: " + first_skipped);
   }
   if (m.status().IsAlreadyExists()) {
-    std::cerr << "kvfold export: up to date, nothing newer to publish: " << m.status().message() << "\n";
+    Log().Info("up to date, nothing newer to publish: " + m.status().message());
     return kExitOk;
   }
   if (!m.ok()) return Report("export", m.status());
@@ -129,13 +130,13 @@ int RunExport(const ExportFlags& f) {
     Status pruned =
         PruneArtifacts(**to, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
     if (!pruned.ok()) return Report("export", pruned);
-    for (const auto& id : removed) std::cerr << "kvfold export: pruned " << id << "\n";
+    for (const auto& id : removed) Log().Info("pruned " + id);
   }
   if (f.json) {
     std::cout << ManifestJson(*m, false).dump() << "\n";
   } else {
-    std::cerr << "kvfold export: wrote artifact " << m->artifact_id << " (cursor " << m->cursor
-              << ", " << m->entry_count << " entries) to " << (*to)->location() << "\n";
+    Log().Info("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) +
+               ", " + std::to_string(m->entry_count) + " entries) to " + (*to)->location());
   }
   return kExitOk;
 }
@@ -197,9 +198,9 @@ int RunSeed(const SeedFlags& f) {
     if (fresh) UndoCreation(std::move(*fold), f.fold, existed);
     return Report("seed", m.status());
   }
-  std::cerr << "kvfold seed: seeded " << f.fold << " from artifact " << m->artifact_id
-            << " (bucket " << m->bucket << ", cursor " << m->cursor << ", " << m->entry_count
-            << " entries); `kvfold mirror` resumes from there\n";
+  Log().Info("seeded " + f.fold + " from artifact " + m->artifact_id + " (bucket " + m->bucket +
+             ", cursor " + std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
+             " entries); `kvfold mirror` resumes from there");
   return kExitOk;
 }
 
@@ -233,7 +234,7 @@ int RunList(const ArtifactsFlags& f) {
                 << (m.artifact_id == latest ? "\tlatest" : "") << "\n";
     }
   }
-  for (const auto& u : unreadable) std::cerr << "kvfold artifacts list: unreadable " << u << "\n";
+  for (const auto& u : unreadable) Log().Warn("unreadable " + u);
   return kExitOk;
 }
 

@@ -5,15 +5,27 @@
 namespace kvfold::cli {
 
 void AddConnectFlags(CLI::App* cmd, ConnectOptions* o, bool server_required) {
-  auto* server = cmd->add_option("--server", o->url, "NATS server URL(s), comma separated");
+  // Each may come from the environment instead (a flag wins): secrets need
+  // not appear in a process listing.
+  auto* server = cmd->add_option("--server", o->url, "NATS server URL(s), comma separated")
+                     ->envname("KVFOLD_SERVER");
   if (server_required) server->required();
-  cmd->add_option("--creds", o->creds_file, "NATS credentials file")->check(CLI::ExistingFile);
-  cmd->add_option("--user", o->user, "user name (with --password)");
-  cmd->add_option("--password", o->password, "password (with --user)");
-  cmd->add_option("--token", o->token, "authentication token");
-  cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust")->check(CLI::ExistingFile);
-  cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate")->check(CLI::ExistingFile);
-  cmd->add_option("--tls-key", o->tls_key_file, "client key")->check(CLI::ExistingFile);
+  cmd->add_option("--creds", o->creds_file, "NATS credentials file")
+      ->envname("KVFOLD_CREDS")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--user", o->user, "user name (with --password)")->envname("KVFOLD_USER");
+  cmd->add_option("--password", o->password, "password (with --user)")
+      ->envname("KVFOLD_PASSWORD");
+  cmd->add_option("--token", o->token, "authentication token")->envname("KVFOLD_TOKEN");
+  cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust")
+      ->envname("KVFOLD_TLS_CA")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate")
+      ->envname("KVFOLD_TLS_CERT")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--tls-key", o->tls_key_file, "client key")
+      ->envname("KVFOLD_TLS_KEY")
+      ->check(CLI::ExistingFile);
 }
 
 Status CheckConnectFlags(const ConnectOptions& o) {

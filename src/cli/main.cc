@@ -3,12 +3,15 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/logger.h"
 
 namespace kvfold::cli {
 
 int Report(const std::string& command, const Status& status) {
   if (status.ok()) return kExitOk;
-  std::cerr << "kvfold " << command << ": " << status.ToString() << "\n";
+  Logger& log = Log();
+  log.set_command(command);
+  log.Error(status.ToString());
   if (status.IsCursorExpired()) return kExitCursorExpired;
   if (status.IsInvalidArgument()) return kExitUsage;
   return kExitFailure;
@@ -21,6 +24,11 @@ int main(int argc, char** argv) {
   CLI::App app{"kvfold: mirror a NATS JetStream KV bucket into a durable local fold"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kvfold 0.1.0");
+  // Log flags go before or after the subcommand: kvfold -q mirror ... or
+  // kvfold mirror ... --log-format json.
+  LogFlags log_flags;
+  AddLogFlags(&app, &log_flags);
+  app.fallthrough();
   Runner mirror = AddMirrorCommand(app);
   Runner dump = AddDumpCommand(app);
   Runner status = AddStatusCommand(app);
@@ -38,6 +46,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return kExitUsage;
+  }
+  Log().Configure(log_flags);
+  for (const CLI::App* sub : app.get_subcommands()) {
+    std::string name = sub->get_name();
+    for (const CLI::App* inner : sub->get_subcommands()) name += " " + inner->get_name();
+    Log().set_command(name);
   }
   if (app.got_subcommand("mirror")) return mirror();
   if (app.got_subcommand("dump")) return dump();

@@ -13,12 +13,16 @@
 #include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
+#include "cli/logger.h"
+#include "cli/metrics_server.h"
+#include "cli/metrics_text.h"
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
 #include "kvfold/lease.h"
 #include "kvfold/fold.h"
 #include "kvfold/repair.h"
 #include "kvfold/transport.h"
+#include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 
 namespace kvfold::cli {
@@ -32,7 +36,7 @@ struct MirrorFlags {
   bool until_caught_up = false;
   size_t batch = 1000;
   bool no_sync = false;
-  bool verbose = false;
+  std::string metrics_addr;
   std::string export_to;
   std::string export_every;
   std::string lease_bucket = "kvfold-leases";
@@ -52,12 +56,16 @@ struct MirrorFlags {
 class ScheduledExport {
  public:
   ScheduledExport(const MirrorFlags& f, Fold& fold, std::chrono::milliseconds every,
-                  std::stop_token stop)
-      : f_(f), fold_(fold), every_(every), thread_([this, stop] { Loop(stop); }) {}
+                  ExportStats& stats, std::stop_token stop)
+      : f_(f), fold_(fold), every_(every), stats_(stats), thread_([this, stop] { Loop(stop); }) {}
   ~ScheduledExport() { thread_.join(); }
 
  private:
-  void Log(const std::string& line) { std::cerr << "kvfold mirror: export: " << line << "\n"; }
+  // Every failure of a round is a warning: no artifact this round.
+  void Fail(const std::string& line) {
+    stats_.Record(ExportStats::Outcome::kFailed);
+    cli::Log().Warn("export: " + line);
+  }
 
   void Loop(std::stop_token stop) {
     const std::string holder = DefaultExporterId();
@@ -69,22 +77,25 @@ class ScheduledExport {
       if (!lease) {
         auto l = ExportLease::Open(f_.connect, f_.lease_bucket);
         if (!l.ok()) {
-          Log(l.status().ToString());
+          Fail(l.status().ToString());
           continue;
         }
         lease = std::move(l).value();
       }
       auto won = lease->TryAcquire("export." + f_.bucket, holder, every_);
       if (!won.ok()) {
-        Log("lease: " + won.status().ToString());
+        Fail("lease: " + won.status().ToString());
         continue;
       }
-      if (!*won) continue;  // another node exports this round
+      if (!*won) {  // another node exports this round
+        stats_.Record(ExportStats::Outcome::kOtherNode);
+        continue;
+      }
       if (!to) {
         auto t = OpenTransport(f_.export_to, f_.connect,
                                TransportOptions{.create_if_missing = true});
         if (!t.ok()) {
-          Log(t.status().ToString());
+          Fail(t.status().ToString());
           continue;
         }
         to = std::move(t).value();
@@ -94,20 +105,28 @@ class ScheduledExport {
       options.sign_key_file = f_.sign_key;
       uint64_t skipped = 0;
       options.skipped_key = [&](std::string_view key, const Status& why) {
-        if (skipped++ == 0) Log("warning: left out key " + std::string(key) + ": " + why.message());
+        if (skipped++ == 0) {
+          cli::Log().Warn("export: left out key " + std::string(key) + ": " + why.message());
+        }
       };
       auto m = ExportArtifact(fold_, *to, options);
-      if (skipped > 1) Log("warning: left out " + std::to_string(skipped) + " keys in all");
-      if (m.status().IsAlreadyExists()) continue;  // nothing new since the last round
-      if (!m.ok()) {
-        Log(m.status().ToString());
+      if (skipped > 1) {
+        cli::Log().Warn("export: left out " + std::to_string(skipped) + " keys in all");
+      }
+      if (m.status().IsAlreadyExists()) {  // nothing new since the last round
+        stats_.Record(ExportStats::Outcome::kUnchanged);
         continue;
       }
-      Log("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
+      if (!m.ok()) {
+        Fail(m.status().ToString());
+        continue;
+      }
+      stats_.Record(ExportStats::Outcome::kWritten, m->cursor);
+      cli::Log().Info("export: wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
           std::to_string(m->entry_count) + " entries) to " + to->location());
       if (f_.keep > 0) {
         Status pruned = PruneArtifacts(*to, PruneOptions{.keep = f_.keep}, nullptr);
-        if (!pruned.ok()) Log("prune: " + pruned.ToString());
+        if (!pruned.ok()) cli::Log().Warn("export: prune: " + pruned.ToString());
       }
     }
   }
@@ -115,6 +134,7 @@ class ScheduledExport {
   const MirrorFlags& f_;
   Fold& fold_;
   std::chrono::milliseconds every_;
+  ExportStats& stats_;
   std::thread thread_;
 };
 
@@ -237,10 +257,25 @@ int RunMirror(const MirrorFlags& f) {
     return Report("mirror", Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
   if (*repair == ExpiryRepair::kNone) {
-    std::cerr << "kvfold mirror: WARNING: --repair none: after a gap, keys deleted or aged out "
-                 "meanwhile may persist in the fold\n";
+    Log().Warn("--repair none: after a gap, keys deleted or aged out meanwhile may persist in "
+               "the fold");
   }
+  // First, so that every thread started after it has the signals blocked.
   SignalStopper stopper;
+  // Before anything is opened: a bad address touches nothing.
+  WatchMetrics metrics;
+  ExportStats export_stats;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!f.metrics_addr.empty()) {
+    auto started = MetricsServer::Start(f.metrics_addr, [&metrics, &export_stats, every] {
+      const ExportStats::Snapshot e = export_stats.Take();
+      return MetricsText(metrics.Snapshot(), every ? &e : nullptr);
+    });
+    if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
+    metrics_server = std::move(started).value();
+    Log().Info("serving metrics on http://" + metrics_server->host() + ":" +
+               std::to_string(metrics_server->port()) + "/metrics");
+  }
   if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
   std::unique_ptr<ArtifactSource> artifact_source;
   if (!f.artifacts.empty()) {
@@ -265,28 +300,27 @@ int RunMirror(const MirrorFlags& f) {
   options.artifacts = artifact_source.get();
   options.repair_timeout = *repair_timeout;
   options.reconcile_every = reconcile_every;
-  options.log = [](std::string_view line) {
-    std::cerr << "kvfold mirror: " << line << "\n";
-  };
-  if (f.verbose) {
+  options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
+  if (Log().Enabled(LogLevel::kDebug)) {
     options.on_applied = [](uint64_t cursor) {
-      std::cerr << "kvfold mirror: committed through " << cursor << "\n";
+      Log().Log(LogLevel::kDebug, "committed through " + std::to_string(cursor));
     };
   }
+  options.metrics = &metrics;
   Status s;
   {
     std::stop_source exports_stop;
     std::optional<ScheduledExport> exports;
-    if (every) exports.emplace(f, **fold, *every, exports_stop.get_token());
+    if (every) exports.emplace(f, **fold, *every, export_stats, exports_stop.get_token());
     s = Watch(**source, **fold, options);
     exports_stop.request_stop();
   }
   if (!s.ok()) return Report("mirror", s);
   auto meta = (*fold)->ReadMeta();
   if (!meta.ok()) return Report("mirror", meta.status());
-  std::cerr << "kvfold mirror: bucket " << f.bucket << " folded through sequence "
-            << (meta->cursor ? std::to_string(*meta->cursor) : "<none>")
-            << ", " << meta->live_keys << " live keys in " << f.fold << "\n";
+  Log().Info("bucket " + f.bucket + " folded through sequence " +
+             (meta->cursor ? std::to_string(*meta->cursor) : "<none>") + ", " +
+             std::to_string(meta->live_keys) + " live keys in " + f.fold);
   return kExitOk;
 }
 
@@ -341,7 +375,9 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_flag("--no-sync", flags->no_sync,
                 "do not fsync each commit (faster; a machine crash may lose "
                 "the newest commits, never tear one)");
-  cmd->add_flag("-v,--verbose", flags->verbose, "print every commit");
+  cmd->add_option("--metrics-addr", flags->metrics_addr,
+                  "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free "
+                  "one, logged at start)");
   return [flags] { return RunMirror(*flags); };
 }
 

@@ -164,10 +164,11 @@ OrderedDelivery::~OrderedDelivery() {
   Unsubscribe();
 }
 
-DeliveryEvent OrderedDelivery::Reset(std::string reason) {
+DeliveryEvent OrderedDelivery::Reset(ResetCause cause, std::string reason) {
   DeliveryEvent ev;
   ev.kind = DeliveryEvent::Kind::kReset;
   ev.reason = std::move(reason);
+  ev.cause = cause;
   return ev;
 }
 
@@ -180,10 +181,10 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     }
     if (conn_->generation() != generation_) {
-      return Reset("the connection to the server was lost or re-established");
+      return Reset(ResetCause::kConnection, "the connection to the server was lost or re-established");
     }
     if (conn_->TakeSlowConsumer(sub_)) {
-      return Reset("the client dropped messages (slow consumer)");
+      return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
     }
     natsMsg* msg = nullptr;
     natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
@@ -194,16 +195,16 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       // so only silence after the queue is drained counts against the server.
       const auto now = Clock::now();
       if (now - last_heard_ > 3 * config_.heartbeat) {
-        return Reset("no message or heartbeat for three heartbeat intervals");
+        return Reset(ResetCause::kIdle, "no message or heartbeat for three heartbeat intervals");
       }
       if (now >= deadline) return DeliveryEvent{};
       continue;
     }
     if (s == NATS_SLOW_CONSUMER) {
-      return Reset("the client dropped messages (slow consumer)");
+      return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
     }
     if (s != NATS_OK) {
-      return Reset("reading the delivery failed: " + NatsError(s));
+      return Reset(ResetCause::kOther, "reading the delivery failed: " + NatsError(s));
     }
     last_heard_ = Clock::now();
     // Destroyed (in a batch) after this call returns: the event copies
@@ -228,14 +229,14 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       const std::string last = Header(msg, "Nats-Last-Consumer");
       if (!last.empty() && last != std::to_string(last_consumer_seq_) &&
           !KVFOLD_MUTANT("delivery-ignore-heartbeat-gap")) {
-        return Reset("heartbeat says the consumer sent message " + last +
+        return Reset(ResetCause::kHeartbeatGap, "heartbeat says the consumer sent message " + last +
                      " but only " + std::to_string(last_consumer_seq_) +
                      " arrived");
       }
       continue;
     }
     if (!status.empty()) {
-      return Reset("the server sent status " + status + " " +
+      return Reset(ResetCause::kServerStatus, "the server sent status " + status + " " +
                    Header(msg, "Description"));
     }
     const char* reply = natsMsg_GetReply(msg);
@@ -246,7 +247,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
                                 (reply ? reply : "") + "\")");
     }
     if (ack->consumer_seq != last_consumer_seq_ + 1 && !KVFOLD_MUTANT("delivery-ignore-gap")) {
-      return Reset("consumer sequence jumped from " +
+      return Reset(ResetCause::kConsumerGap, "consumer sequence jumped from " +
                    std::to_string(last_consumer_seq_) + " to " +
                    std::to_string(ack->consumer_seq));
     }

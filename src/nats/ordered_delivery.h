@@ -52,7 +52,7 @@ class OrderedDelivery final : public Delivery {
   // payload), which wakes it about once.
   void Spend(natsMsg* msg);
   void DestroySpent();
-  static DeliveryEvent Reset(std::string reason);
+  static DeliveryEvent Reset(ResetCause cause, std::string reason);
   // A fresh inbox and a subscription to it; and their removal.
   Status Subscribe();
   void Unsubscribe();

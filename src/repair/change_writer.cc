@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/count_change.h"
+#include "kvfold/watch_metrics.h"
 
 namespace kvfold::repair {
 
@@ -20,7 +21,10 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
     c.origin = origin_;
     KVFOLD_RETURN_IF_ERROR(opt_.apply(c));
   }
-  if (hook) ++(next.deleted ? deletes_ : puts_);
+  if (hook) {
+    ++(next.deleted ? deletes_ : puts_);
+    if (opt_.metrics) opt_.metrics->RecordChange(next.deleted ? Op::kDelete : Op::kPut, origin_);
+  }
   const bool first = pending_.entries.insert_or_assign(key, next).second;
   if (!first) counts_known_ = false;
   core::AddCountChange(core::CountChangeOf(previous ? &*previous : nullptr, next), &counts_);
@@ -55,7 +59,9 @@ Status ChangeWriter::Finish(FoldCommit final_meta) {
 
 Status ChangeWriter::CommitWithRetry(FoldCommit& commit) {
   for (int failures = 1;; ++failures) {
+    const auto start = std::chrono::steady_clock::now();
     Status s = fold_.Commit(commit);
+    if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), std::chrono::steady_clock::now() - start);
     if (s.ok()) return s;
     if (s.code() == Status::Code::kInternal) return s;  // a bug, not a passing fault
     // A failed commit may still have been applied: a count change would
@@ -65,7 +71,10 @@ Status ChangeWriter::CommitWithRetry(FoldCommit& commit) {
       return s.WithContext("repair commit failed " + std::to_string(failures) +
                            " consecutive times");
     }
-    if (opt_.log) opt_.log("repair commit failed (" + s.ToString() + "); retrying");
+    if (opt_.log) {
+      const std::string line = "repair commit failed (" + s.ToString() + "); retrying";
+      opt_.log(LogLine{LogLevel::kWarning, line});
+    }
     clock_.SleepFor(std::min(milliseconds(100) * failures, milliseconds(2000)), std::stop_token());
   }
 }

@@ -13,6 +13,7 @@
 #include "core/mutation.h"
 #include "core/repair_rules.h"
 #include "kvfold/retention.h"
+#include "kvfold/watch_metrics.h"
 #include "repair/change_writer.h"
 #include "repair/listed_keys.h"
 #include "repair/repair_drivers.h"
@@ -163,6 +164,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   };
 
   std::string previous;
+  if (env.options.metrics) env.options.metrics->RecordRestoreProgress(0, m.chunks.size());
   std::vector<std::pair<std::string, Entry>> chunk;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     chunk.clear();
@@ -192,6 +194,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
       *retry = false;  // the store's fault, not the artifact's
       return flushed;
     }
+    if (env.options.metrics) env.options.metrics->RecordRestoreProgress(i + 1, m.chunks.size());
     // Shutdown is observed between chunks; what was committed stays under
     // the old cursor and a later run finishes the restore.
     if (env.options.stop.stop_requested()) {
@@ -255,9 +258,11 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
           "--repair none");
     }
     if (opt.log) {
-      opt.log("restore attempt " + std::to_string(out->attempts) + ": no usable artifact at " +
-              opt.artifacts->location() + " (" + reason + "); retrying in " +
-              std::to_string(backoff.count()) + " ms");
+      const std::string line = "restore attempt " + std::to_string(out->attempts) +
+                               ": no usable artifact at " + opt.artifacts->location() + " (" +
+                               reason + "); retrying in " + std::to_string(backoff.count()) +
+                               " ms";
+      opt.log(LogLine{LogLevel::kWarning, line});
     }
     env.clock.SleepFor(backoff, opt.stop);
     if (opt.stop.stop_requested()) {

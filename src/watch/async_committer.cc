@@ -16,9 +16,11 @@ void AsyncCommitter::Start(FoldCommit batch) {
   batch_ = std::move(batch);
   in_flight_ = true;
   if (!background_) {
-    Status s = fold_.Commit(batch_);
+    std::chrono::steady_clock::duration took{};
+    Status s = CommitTimed(&took);
     std::lock_guard lock(mu_);
     result_ = std::move(s);
+    took_ = took;
     done_ = true;
     return;
   }
@@ -46,6 +48,13 @@ Status AsyncCommitter::Wait() {
   return result_;
 }
 
+Status AsyncCommitter::CommitTimed(std::chrono::steady_clock::duration* took) {
+  const auto start = std::chrono::steady_clock::now();
+  Status s = fold_.Commit(batch_);
+  *took = std::chrono::steady_clock::now() - start;
+  return s;
+}
+
 void AsyncCommitter::Loop() {
   std::unique_lock lock(mu_);
   while (true) {
@@ -53,9 +62,11 @@ void AsyncCommitter::Loop() {
     if (queued_) {  // a stop still lets the batch in flight finish
       queued_ = false;
       lock.unlock();
-      Status s = fold_.Commit(batch_);
+      std::chrono::steady_clock::duration took{};
+      Status s = CommitTimed(&took);
       lock.lock();
       result_ = std::move(s);
+      took_ = took;
       done_ = true;
       cv_.notify_all();
       continue;

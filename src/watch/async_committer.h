@@ -7,6 +7,7 @@
 #ifndef KVFOLD_WATCH_ASYNC_COMMITTER_H_
 #define KVFOLD_WATCH_ASYNC_COMMITTER_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -35,11 +36,15 @@ class AsyncCommitter {
   // The batch in flight (or just waited for). Readable from the watch
   // loop's thread while the store commits it: both only read it.
   const FoldCommit& batch() const { return batch_; }
+  // How long the store took to commit the batch just waited for.
+  std::chrono::steady_clock::duration took() const { return took_; }
   // Gives the last batch back, e.g. to retry a failed commit.
   FoldCommit Take() { return std::move(batch_); }
 
  private:
   void Loop();
+  // Commits batch_, timing it.
+  Status CommitTimed(std::chrono::steady_clock::duration* took);
 
   Fold& fold_;
   const bool background_;
@@ -48,6 +53,7 @@ class AsyncCommitter {
   std::thread thread_;  // started by the first Start
   FoldCommit batch_;
   Status result_;
+  std::chrono::steady_clock::duration took_{};  // guarded by mu_ until Wait returns
   bool queued_ = false;  // guarded by mu_
   bool done_ = false;    // guarded by mu_
   bool stop_ = false;    // guarded by mu_

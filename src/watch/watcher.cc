@@ -21,6 +21,7 @@
 #include "core/repair_rules.h"
 #include "core/window.h"
 #include "kvfold/retention.h"
+#include "kvfold/watch_metrics.h"
 #include "repair/repair_drivers.h"
 #include "watch/async_committer.h"
 
@@ -67,6 +68,7 @@ class WatchLoop {
   // Proves quiet stretches empty so the cursor can pass them.
   Status Probe();
   Status Repair();
+  void RecordRepairOutcome(const Status& s);
   void NoteRetention(const StreamState& state);
   void NeedRepair(core::RepairCause cause, std::string why) {
     repair_cause_ = cause;
@@ -103,9 +105,10 @@ class WatchLoop {
     return it == committer_.batch().entries.end() ? nullptr : &it->second;
   }
   bool CaughtUp() const;
-  void Log(const std::string& line) const {
-    if (opt_.log) opt_.log(line);
+  void Log(LogLevel level, const std::string& line) const {
+    if (opt_.log) opt_.log(LogLine{level, line});
   }
+  void Log(const std::string& line) const { Log(LogLevel::kInfo, line); }
 
   BucketSource& source_;
   Fold& fold_;
@@ -128,6 +131,10 @@ class WatchLoop {
   std::optional<uint64_t> target_;     // until_caught_up: stream last_seq at start
   std::optional<core::RepairCause> repair_cause_;
   std::string repair_why_;
+  // What the running repair does, for the metrics (unset: nothing to count).
+  std::optional<RepairKind> repair_kind_;
+  bool repair_stopped_ = false;  // a stop request ended it between commits
+  int deliveries_opened_ = 0;
   core::PendingBatch pending_;
   Clock::TimePoint oldest_pending_;
   Clock::TimePoint retry_at_;
@@ -141,6 +148,8 @@ class WatchLoop {
   StreamState last_state_;
   int failures_ = 0;
   bool probe_soon_ = false;
+  // The stream's head as delivered messages suggest (a hint, for metrics).
+  uint64_t head_hint_ = 0;
   // The fold's max_revision as of the last Prepare or repair: the watcher's
   // own commits stay below what it receives next.
   uint64_t fold_max_revision_ = UINT64_MAX;
@@ -175,6 +184,7 @@ Status WatchLoop::Prepare() {
   unanchored_ = !meta->cursor && meta->entries > 0 && !KVFOLD_MUTANT("watch-trust-unanchored");
   fold_max_revision_ = meta->max_revision;
   committed_ = meta->cursor;
+  if (opt_.metrics && committed_) opt_.metrics->RecordCursor(*committed_);
   received_ = meta->cursor;
   verified_ = meta->cursor.value_or(0);
   stream_created_ = meta->stream_created;
@@ -207,6 +217,7 @@ Status WatchLoop::Run() {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
       Status r = Repair();
+      RecordRepairOutcome(r);
       // A repair writes entries of its own, possibly above the cursor.
       auto meta = fold_.ReadMeta();
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
@@ -216,7 +227,7 @@ Status WatchLoop::Run() {
         continue;
       }
       if (!r.IsUnavailable()) return r;
-      Log("repair interrupted: " + r.message());
+      Log(LogLevel::kWarning, "repair interrupted: " + r.message());
     } else {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
@@ -230,6 +241,7 @@ Status WatchLoop::Run() {
 
 void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = state;
+  if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
   if (eviction_observed_) return;
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);
   if (seen.has_evicted) {
@@ -273,7 +285,7 @@ Status WatchLoop::Session(SessionEnd* end) {
   auto state = source_.ReadStream();
   if (!state.ok()) {
     if (state.status().IsUnavailable()) {
-      Log("reading stream state: " + state.status().message());
+      Log(LogLevel::kWarning, "reading stream state: " + state.status().message());
       return Status::OK();
     }
     return state.status();
@@ -312,12 +324,14 @@ Status WatchLoop::Session(SessionEnd* end) {
   auto opened = source_.Open(start, opt_.scope);
   if (!opened.ok()) {
     if (opened.status().IsUnavailable()) {
-      Log("opening a delivery: " + opened.status().message());
+      Log(LogLevel::kWarning, "opening a delivery: " + opened.status().message());
       return Status::OK();
     }
     return opened.status();
   }
   std::unique_ptr<Delivery> delivery = std::move(opened).value();
+  if (opt_.metrics && deliveries_opened_ > 0) opt_.metrics->RecordReconnect();
+  ++deliveries_opened_;
   // Again after the consumer exists: retention may have moved the head
   // between the first check and the consumer's creation, and the server
   // would clamp the start without a word.
@@ -401,7 +415,7 @@ Status WatchLoop::Session(SessionEnd* end) {
             if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
               return skipped.status();
             }
-            Log("checking a purge after a jump failed: " + skipped.status().message());
+            Log(LogLevel::kWarning, "checking a purge after a jump failed: " + skipped.status().message());
             return Status::OK();
           }
           if (*skipped) return Status::OK();  // the next session starts after received_
@@ -413,7 +427,7 @@ Status WatchLoop::Session(SessionEnd* end) {
           auto c = CheckFloor();
           if (!c.ok()) {
             if (!c.status().IsUnavailable()) return c.status();
-            Log("floor check failed: " + c.status().message());
+            Log(LogLevel::kWarning, "floor check failed: " + c.status().message());
             return Status::OK();
           }
         }
@@ -428,7 +442,7 @@ Status WatchLoop::Session(SessionEnd* end) {
           last_activity = clock_.Now();
           Status p = Probe();
           if (p.IsUnavailable() || p.IsNotFound()) {
-            Log("progress probe failed: " + p.message());
+            Log(LogLevel::kWarning, "progress probe failed: " + p.message());
             return Status::OK();
           }
           KVFOLD_RETURN_IF_ERROR(p);
@@ -436,6 +450,7 @@ Status WatchLoop::Session(SessionEnd* end) {
         }
         break;
       case DeliveryEvent::Kind::kReset:
+        if (opt_.metrics) opt_.metrics->RecordReset(ev->cause);
         Log("delivery reset: " + ev->reason);
         return Status::OK();
     }
@@ -460,6 +475,7 @@ StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t s
   auto next = source_.FirstRetainedInScope(opt_.scope, from);
   if (!next.ok()) return next.status();
   if (!*next || **next >= m.seq) return false;
+  if (opt_.metrics) opt_.metrics->RecordReset(ResetCause::kRollupSkip);
   Log("delivery reset: the server skipped from sequence " + std::to_string(from) +
       " to the purge at " + std::to_string(m.seq) + " past retained sequence " +
       std::to_string(**next) + " (a roll-up moved the consumer forward)");
@@ -504,6 +520,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
         // advancing past it.
         KVFOLD_RETURN_IF_ERROR(opt_.apply(change));
       }
+      if (opt_.metrics) opt_.metrics->RecordChange(m.op, ChangeOrigin::kLive);
       pending_.Put(m.key, std::move(*next));
     }
   }
@@ -514,6 +531,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
     verified_ = std::max(verified_, m.seq);
   }
   received_ = m.seq;
+  head_hint_ = std::max(head_hint_, m.seq + m.pending);
   AdvanceCursor();
   if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
   return Status::OK();
@@ -544,6 +562,7 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
       NeedRepair(core::RepairCause::kRecreated, why);
       return state;
     case core::WindowFault::kExpired:
+      if (opt_.metrics) opt_.metrics->RecordFloorTrip();
       NeedRepair(core::RepairCause::kFloorTrip,
                  "retention passed the frontier mid-watch: " + why);
       return state;
@@ -589,6 +608,8 @@ Status WatchLoop::Repair() {
   // Everything received is folded and in the store before any repair looks
   // at the fold: a re-queued batch would be invisible to the key-set diff
   // and could resurrect a key deleted meanwhile.
+  repair_kind_.reset();
+  repair_stopped_ = false;
   if (!KVFOLD_MUTANT("repair-skip-flush")) KVFOLD_RETURN_IF_ERROR(Flush());
   repair_cause_.reset();
   auto state = source_.ReadStream();
@@ -605,6 +626,22 @@ Status WatchLoop::Repair() {
   }
   const Retention retention = ClassifyRetention(*state, eviction_observed_);
   const core::RepairChoice choice = core::ChooseRepair(opt_.repair, cause, retention);
+  switch (choice.action) {
+    case core::RepairAction::kRefuse:
+      // A reconcile with nothing it may do is skipped, not refused.
+      if (cause != core::RepairCause::kReconcile) repair_kind_ = RepairKind::kRefuse;
+      break;
+    case core::RepairAction::kRelist:
+      repair_kind_ = cause == core::RepairCause::kReconcile ? RepairKind::kReconcile
+                                                             : RepairKind::kRelist;
+      break;
+    case core::RepairAction::kRestore:
+      repair_kind_ = RepairKind::kRestore;
+      break;
+    case core::RepairAction::kResync:
+      repair_kind_ = RepairKind::kResync;
+      break;
+  }
   Log(std::string("repair: ") + core::RepairCauseName(cause) + " (" + why + "); bucket " +
       DescribeRetention(*state, retention) + "; policy " +
       std::string(ExpiryRepairName(opt_.repair)) + " -> " +
@@ -646,7 +683,7 @@ Status WatchLoop::Repair() {
       if (s.IsFailedPrecondition()) {
         // The bucket began evicting during the listing: decide again with
         // the new retention (the memo is recorded by the next read).
-        Log("relist abandoned: " + s.message());
+        Log(LogLevel::kWarning, "relist abandoned: " + s.message());
         if (++relists_abandoned_ >= 3) {
           return Status::CursorExpired(why + ". The key listing stopped being the truth " +
                                        std::to_string(relists_abandoned_) +
@@ -658,7 +695,10 @@ Status WatchLoop::Repair() {
       }
       relists_abandoned_ = 0;
       KVFOLD_RETURN_IF_ERROR(s);
-      if (r.stopped) return Status::OK();
+      if (r.stopped) {
+        repair_stopped_ = true;
+        return Status::OK();
+      }
       Log(std::string(cause == core::RepairCause::kReconcile ? "reconcile" : "relist") +
           " done: " + std::to_string(r.listed) + " keys listed through revision " +
           std::to_string(r.listing_revision) + ", " + std::to_string(r.deleted) +
@@ -702,7 +742,10 @@ Status WatchLoop::Repair() {
         if (s.IsCursorExpired()) return Status::CursorExpired(why + ". " + s.message());
         return s;
       }
-      if (r.stopped) return Status::OK();
+      if (r.stopped) {
+        repair_stopped_ = true;
+        return Status::OK();
+      }
       Log("restore done from artifact " + r.artifact_id + ": cursor " +
           (committed_ ? std::to_string(*committed_) : std::string("<none>")) + " -> " +
           std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
@@ -727,11 +770,12 @@ Status WatchLoop::Repair() {
           target_ = now->last_seq;  // the new stream's
         }
       }
+      if (opt_.metrics) opt_.metrics->RecordCursor(r.cursor);
       if (opt_.on_applied) opt_.on_applied(r.cursor);
       return Status::OK();
     }
     case core::RepairAction::kResync: {
-      Log("WARNING: repair none: re-listing current values without deleting anything; keys "
+      Log(LogLevel::kWarning, "repair none: re-listing current values without deleting anything; keys "
           "deleted or aged out while this fold was behind may persist in it");
       FoldCommit note;
       note.last_repair = record("re-listed current values, deleted nothing");
@@ -742,6 +786,24 @@ Status WatchLoop::Repair() {
     }
   }
   return Status::Internal("unknown repair action");
+}
+
+void WatchLoop::RecordRepairOutcome(const Status& s) {
+  if (!opt_.metrics || !repair_kind_) return;
+  RepairOutcome outcome = RepairOutcome::kDone;
+  if (s.IsCursorExpired()) {
+    outcome = RepairOutcome::kRefused;
+  } else if (s.IsUnavailable()) {
+    outcome = RepairOutcome::kInterrupted;
+  } else if (!s.ok()) {
+    outcome = RepairOutcome::kFailed;
+  } else if (repair_cause_) {
+    outcome = RepairOutcome::kAbandoned;  // decided afresh
+  } else if (repair_stopped_) {
+    outcome = RepairOutcome::kInterrupted;  // a later run finishes it
+  }
+  opt_.metrics->RecordRepair(*repair_kind_, outcome);
+  repair_kind_.reset();
 }
 
 Status WatchLoop::TryCommit(bool force) {
@@ -768,11 +830,16 @@ Status WatchLoop::TryCommit(bool force) {
 
 Status WatchLoop::Collect() {
   Status s = committer_.Wait();
+  if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), committer_.took());
   if (s.ok()) {
     if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
     failures_ = 0;
     // A commit of metadata alone (the memo, say) leaves the cursor as it was.
     if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
+    if (opt_.metrics && committed_) {
+      opt_.metrics->RecordCursor(*committed_);
+      if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);
+    }
     if (opt_.on_applied && committed_) opt_.on_applied(*committed_);
     return Status::OK();
   }
@@ -784,7 +851,7 @@ Status WatchLoop::Collect() {
                          " consecutive times; the fold keeps cursor " +
                          (committed_ ? std::to_string(*committed_) : "<none>"));
   }
-  Log("commit failed (" + s.ToString() + "); keeping the batch to retry");
+  Log(LogLevel::kWarning, "commit failed (" + s.ToString() + "); keeping the batch to retry");
   retry_at_ = clock_.Now() + std::min(milliseconds(100) * failures_, milliseconds(2000));
   return Status::OK();
 }

@@ -341,3 +341,110 @@ TEST_F(CliLiveTest, MirrorKilledMidRestoreFinishesTheRestoreOnRestart) {
 
 }  // namespace
 }  // namespace kvfold::live
+
+namespace kvfold::live {
+namespace {
+
+// The Prometheus text parsed into "name{labels}" -> value.
+std::map<std::string, double> ParseMetrics(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// kvfold mirror --metrics-addr: scraped while the mirror runs, the series
+// agree with the fold (its cursor, what was written), and the log is JSON
+// lines when asked for.
+TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
+  kv_.CreateBucket("metered");
+  uint64_t last = 0;
+  for (int i = 0; i < 120; ++i) last = kv_.Put("metered", "k" + std::to_string(i), "v");
+  for (int i = 0; i < 20; ++i) last = kv_.Delete("metered", "k" + std::to_string(i));
+  const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "metered", "--fold",
+                           Fold(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json"},
+                          out, err);
+  ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
+  // The bound port, from the JSON log line that announces it.
+  int port = 0;
+  {
+    std::istringstream lines(ReadWholeFile(err));
+    for (std::string line; std::getline(lines, line);) {
+      const json j = json::parse(line, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << "not a JSON line: " << line;
+      ASSERT_TRUE(j.contains("time") && j.contains("level") && j.contains("msg")) << line;
+      EXPECT_EQ(j["command"], "mirror");
+      const std::string msg = j["msg"];
+      const size_t at = msg.find("http://127.0.0.1:");
+      if (at != std::string::npos) port = std::stoi(msg.substr(at + 17));
+    }
+  }
+  ASSERT_GT(port, 0) << ReadWholeFile(err);
+
+  auto scrape = [&] { return ParseMetrics(MonitorGet(port, "/metrics")); };
+  std::map<std::string, double> m = scrape();
+  EXPECT_EQ(m["kvfold_cursor"], static_cast<double>(last));
+  EXPECT_EQ(m["kvfold_cursor"], Status(Fold())["cursor"].get<double>());
+  EXPECT_EQ(m["kvfold_stream_last_sequence"], static_cast<double>(last));
+  EXPECT_EQ(m["kvfold_lag_messages"], 0);
+  // A new fold starts with a state sync: each key's last message.
+  EXPECT_EQ(m["kvfold_changes_total{op=\"put\",origin=\"live\"}"], 100);
+  EXPECT_EQ(m["kvfold_changes_total{op=\"delete\",origin=\"live\"}"], 20);
+  EXPECT_GE(m["kvfold_commits_total"], 1);
+  EXPECT_EQ(m["kvfold_commit_duration_seconds_count"],
+            m["kvfold_commits_total"] + m["kvfold_commit_failures_total"]);
+  EXPECT_EQ(m["kvfold_delivery_resets_total{cause=\"consumer_gap\"}"], 0);
+
+  // More writes while it runs: the cursor series follows the fold.
+  for (int i = 0; i < 30; ++i) last = kv_.Put("metered", "k" + std::to_string(i), "w");
+  ASSERT_TRUE(WaitForCursor(Fold(), last));
+  m = scrape();
+  EXPECT_EQ(m["kvfold_cursor"], static_cast<double>(last));
+  EXPECT_EQ(m["kvfold_changes_total{op=\"put\",origin=\"live\"}"], 130);
+
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
+  EXPECT_EQ(Status(Fold())["cursor"], last);
+}
+
+// A metrics address that is malformed is a usage error; one that cannot be
+// bound is a clear failure; neither touches the fold.
+TEST_F(CliLiveTest, BadMetricsAddressIsAClearError) {
+  kv_.CreateBucket("m2");
+  kv_.Put("m2", "k", "v");
+  Exit bad = Mirror("m2", Fold(), {"--metrics-addr", "nonsense"});
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("is not HOST:PORT"), std::string::npos) << bad.err;
+  Exit taken = Mirror("m2", Fold(), {"--metrics-addr", "127.0.0.1:" + std::to_string(server_.port())});
+  EXPECT_EQ(taken.code, 1) << taken.err;
+  EXPECT_NE(taken.err.find("cannot listen on"), std::string::npos) << taken.err;
+  EXPECT_FALSE(std::filesystem::exists(Fold()));
+}
+
+// -q keeps the log to warnings and errors; a KVFOLD_SERVER from the
+// environment stands in for --server, and a flag wins over it.
+TEST_F(CliLiveTest, QuietLogAndServerFromTheEnvironment) {
+  kv_.CreateBucket("envb");
+  const uint64_t last = kv_.Put("envb", "k", "v");
+  setenv("KVFOLD_SERVER", server_.url().c_str(), 1);
+  Exit e = Run({"-q", "mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"});
+  EXPECT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(e.err, "");  // nothing at info level
+  EXPECT_EQ(Status(Fold())["cursor"], last);
+  // A dead server in the environment, the live one on the command line.
+  setenv("KVFOLD_SERVER", "nats://127.0.0.1:1", 1);
+  Exit flag = Run({"mirror", "--server", server_.url(), "--bucket", "envb", "--fold", Fold(),
+                   "--until-caught-up"});
+  EXPECT_EQ(flag.code, 0) << flag.err;
+  Exit env_only = Run({"mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"});
+  EXPECT_EQ(env_only.code, 1) << env_only.err;
+  unsetenv("KVFOLD_SERVER");
+}
+
+}  // namespace
+}  // namespace kvfold::live

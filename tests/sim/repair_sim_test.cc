@@ -17,6 +17,7 @@
 #include "kvfold/artifact.h"
 #include "kvfold/repair.h"
 #include "kvfold/transport.h"
+#include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
 #include "sim/instant_sleep_clock.h"
@@ -57,7 +58,21 @@ struct Node {
   std::map<ChangeOrigin, int> by_origin;
   std::vector<std::string> violations;
   std::vector<std::string> log;
+  WatchMetrics metrics;  // over all of the node's runs
 };
+
+// What the node's metrics counted of `kind` repairs ending in `outcome`.
+uint64_t Repairs(const Node& n, RepairKind kind, RepairOutcome outcome) {
+  return n.metrics.Snapshot()
+      .repairs[static_cast<size_t>(kind)][static_cast<size_t>(outcome)];
+}
+// Changes the metrics counted from `origin`, every op.
+uint64_t ChangesFrom(const Node& n, ChangeOrigin origin) {
+  const WatchStats s = n.metrics.Snapshot();
+  uint64_t total = 0;
+  for (const auto& by_origin : s.changes) total += by_origin[static_cast<size_t>(origin)];
+  return total;
+}
 
 // Runs a watch for node `n`; `extra` runs after the oracle's bookkeeping in
 // the apply hook (to make the bucket race ahead while the node is busy).
@@ -83,6 +98,7 @@ Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = null
     }
     return extra ? extra(c) : Status::OK();
   };
+  if (o.metrics == nullptr) o.metrics = &n.metrics;
   auto user_log = o.log;
   o.log = [&n, user_log](std::string_view l) {
     n.log.emplace_back(l);
@@ -155,6 +171,8 @@ TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
   // k.3, k.4 and k.5 are not listed: deleted by the relist (k.4's marker is
   // gone, so only the relist can delete it); no value was fetched.
   EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 3);
+  EXPECT_EQ(ChangesFrom(n, ChangeOrigin::kRelist), 3u);
+  EXPECT_EQ(Repairs(n, RepairKind::kRelist, RepairOutcome::kDone), 1u);
   EXPECT_TRUE(Logged(n, "no values fetched"));
   EXPECT_NE(n.fold->ReadMeta()->last_repair.find("relist"), std::string::npos);
 }
@@ -174,6 +192,7 @@ TEST(RepairSimTest, RelistIsRefusedOnAnEvictingBucketAndTheFoldIsUntouched) {
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("relist refused"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("--repair none"), std::string::npos) << s.message();
+  EXPECT_EQ(Repairs(n, RepairKind::kRefuse, RepairOutcome::kRefused), 1u);
   EXPECT_EQ(Picture(*n.fold), before);
   EXPECT_TRUE(n.fold->ReadMeta()->eviction_observed);
 }
@@ -213,6 +232,13 @@ TEST(RepairSimTest, RestoreAfterEvictionMatchesTheExporterAndTheTruth) {
     EXPECT_TRUE(LiveEntries(*nb.fold).contains("gap.write"));
     EXPECT_FALSE(LiveEntries(*nb.fold).contains("del.me"));
     EXPECT_GT(nb.by_origin[ChangeOrigin::kRestore], 0);
+    EXPECT_EQ(ChangesFrom(nb, ChangeOrigin::kRestore),
+              static_cast<uint64_t>(nb.by_origin[ChangeOrigin::kRestore]));
+    EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kDone), 1u);
+    const WatchStats stats = nb.metrics.Snapshot();
+    EXPECT_GT(stats.restore_chunks_total, 0u);
+    EXPECT_EQ(stats.restore_chunks_done, stats.restore_chunks_total);
+    EXPECT_EQ(stats.cursor, nb.fold->ReadMeta()->cursor);
     EXPECT_TRUE(nb.fold->ReadMeta()->eviction_observed);
   }
 }
@@ -293,6 +319,7 @@ TEST(RepairSimTest, FloorGuardTripsMidWatchAndRestoresInProcess) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(overran);
   EXPECT_TRUE(Logged(nb, "floor guard trip")) << "no trip";
+  EXPECT_GE(nb.metrics.Snapshot().floor_guard_trips, 1u);
   EXPECT_TRUE(Logged(nb, "restore done"));
   ExpectConverged(b, nb);
   EXPECT_EQ(LiveEntries(*nb.fold), LiveEntries(*a.fold));
@@ -494,7 +521,7 @@ TEST(RepairSimTest, FreshStartOnAnEvictedBucketRestoresOrRefusesOrWarns) {
   o.repair = ExpiryRepair::kNone;
   s = RunNode(b, first, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(Logged(first, "WARNING: repair none"));
+  EXPECT_TRUE(Logged(first, "repair none: re-listing"));
   EXPECT_FALSE(LiveEntries(*first.fold).contains("aged"));  // what none accepts
 }
 

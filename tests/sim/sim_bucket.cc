@@ -27,6 +27,7 @@ class SimDelivery final : public Delivery {
       reset_after_ = -1;
       ev.kind = DeliveryEvent::Kind::kReset;
       ev.reason = "simulated reset";
+      ev.cause = ResetCause::kConsumerGap;
       return ev;
     }
     const SimBucket::Record* r = NextRecord();

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
 #include "sim/sim_bucket.h"
@@ -286,11 +287,30 @@ TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
   auto fold = NewMemoryFold();
   WatchOptions o = FastOptions();
   o.batch_size = 5;
+  WatchMetrics metrics;
+  o.metrics = &metrics;
   RunResult r = RunWatch(b, *fold, o);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(b.deliveries_opened(), 2);
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
   ExpectMonotonicHook(r.changes);
+  // The metrics tell the same story as the hook and the fold.
+  const WatchStats s = metrics.Snapshot();
+  EXPECT_EQ(s.resets[static_cast<size_t>(ResetCause::kConsumerGap)], 1u);
+  EXPECT_EQ(s.reconnects, 1u);
+  std::array<uint64_t, WatchStats::kOps> hooked{};
+  for (const Seen& c : r.changes) ++hooked[static_cast<size_t>(c.op)];
+  for (size_t op = 0; op < WatchStats::kOps; ++op) {
+    EXPECT_EQ(s.changes[op][static_cast<size_t>(ChangeOrigin::kLive)], hooked[op]) << op;
+  }
+  EXPECT_EQ(s.cursor, fold->ReadMeta()->cursor);
+  EXPECT_EQ(s.stream_last_seq, b.last_seq());
+  EXPECT_EQ(s.lag_messages, 0u);
+  EXPECT_EQ(s.lag_seconds, 0);
+  EXPECT_EQ(s.commits, r.applied.size());
+  uint64_t timed = 0;
+  for (uint64_t n : s.commit_latency) timed += n;
+  EXPECT_EQ(timed, s.commits + s.commit_failures);
 }
 
 // The catch-up probe may move the cursor past quiet stretches only when the
@@ -378,9 +398,14 @@ TEST(WatcherSimTest, PersistentStoreFailureStopsAfterTheLimit) {
   fold.FailEveryCommit();
   WatchOptions o = FastOptions();
   o.max_commit_failures = 4;
+  WatchMetrics metrics;
+  o.metrics = &metrics;
   Status s = RunWatch(b, fold, o).status;
   EXPECT_TRUE(s.IsIOError()) << s.ToString();
   EXPECT_NE(s.message().find("4 consecutive"), std::string::npos);
+  // The four, and the flush on the way out tries once more.
+  EXPECT_EQ(metrics.Snapshot().commit_failures, 5u);
+  EXPECT_EQ(metrics.Snapshot().commits, 0u);
   EXPECT_EQ(inner->ReadMeta()->cursor, std::nullopt);
 }
 

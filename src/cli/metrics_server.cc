@@ -1,0 +1,54 @@
+#include "cli/metrics_server.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace kvfold::cli {
+
+StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& addr, std::function<std::string()> render) {
+  const size_t colon = addr.rfind(':');
+  const auto bad = Status::InvalidArgument("metrics address \"" + addr +
+                                           "\" is not HOST:PORT (e.g. 127.0.0.1:9464)");
+  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) return bad;
+  std::string host = addr.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1]:9464
+  }
+  int port = -1;
+  const char* end = addr.data() + addr.size();
+  auto [ptr, ec] = std::from_chars(addr.data() + colon + 1, end, port);
+  if (ec != std::errc() || ptr != end || port < 0 || port > 65535) return bad;
+
+  std::unique_ptr<MetricsServer> m(new MetricsServer());
+  m->server_ = std::make_unique<httplib::Server>();
+  m->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  if (port == 0) {
+    port = m->server_->bind_to_any_port(host);
+    if (port < 0) port = -1;
+  } else if (!m->server_->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    return Status::Unavailable("cannot listen on " + addr +
+                               " for metrics (address in use, or not of this machine)");
+  }
+  m->host_ = host;
+  m->port_ = port;
+  httplib::Server* server = m->server_.get();
+  m->thread_ = std::thread([server] { server->listen_after_bind(); });
+  // stop() before the loop runs would be lost, and the join would hang.
+  while (!server->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return m;
+}
+
+MetricsServer::~MetricsServer() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace kvfold::cli
