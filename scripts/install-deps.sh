@@ -9,7 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  nats-server
+  nats-server openssl
 )
 
 missing=()

@@ -15,7 +15,7 @@ namespace kvfold::live {
 
 using nlohmann::json;
 
-KvClient::KvClient(const std::string& url) {
+KvClient::KvClient(const std::string& url, const std::function<void(natsOptions*)>& configure) {
   natsOptions* opts = nullptr;
   natsOptions_Create(&opts);
   // A comma-separated list is a cluster's URLs (nats.c takes them apart
@@ -28,6 +28,7 @@ KvClient::KvClient(const std::string& url) {
   natsOptions_SetServers(opts, servers.data(), static_cast<int>(servers.size()));
   natsOptions_SetMaxReconnect(opts, -1);
   natsOptions_SetReconnectWait(opts, 100);
+  if (configure) configure(opts);
   natsStatus s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) throw std::runtime_error("test client cannot connect to " + url);

@@ -6,6 +6,8 @@
 
 #include <nats/nats.h>
 
+#include <functional>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -21,7 +23,10 @@ namespace kvfold::live {
 
 class KvClient {
  public:
-  explicit KvClient(const std::string& url);
+  // `configure` sets what the server demands (credentials, TLS) on the
+  // connection's options before it connects.
+  explicit KvClient(const std::string& url,
+                    const std::function<void(natsOptions*)>& configure = nullptr);
   ~KvClient();
   KvClient(const KvClient&) = delete;
   KvClient& operator=(const KvClient&) = delete;

@@ -117,6 +117,12 @@ void WaitListening(pid_t pid, int port) {
 
 NatsServer::NatsServer() : port_(FreePort()) { Start(); }
 
+NatsServer::NatsServer(const std::string& config) : port_(FreePort()) {
+  config_file_ = dir_.path() + "/server.conf";
+  std::ofstream(config_file_) << config;
+  Start();
+}
+
 NatsServer::~NatsServer() {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
@@ -132,8 +138,10 @@ void NatsServer::Kill() {
 }
 
 void NatsServer::Start() {
-  pid_ = Spawn({"-js", "-a", "127.0.0.1", "-p", std::to_string(port_), "-sd", dir_.path() + "/store",
-                "-l", dir_.path() + "/server.log"});
+  std::vector<std::string> args = {"-js", "-a", "127.0.0.1", "-p", std::to_string(port_),
+                                   "-sd", dir_.path() + "/store", "-l", dir_.path() + "/server.log"};
+  if (!config_file_.empty()) args.insert(args.begin(), {"-c", config_file_});
+  pid_ = Spawn(args);
   WaitReady();
 }
 

@@ -18,6 +18,9 @@ namespace kvfold::live {
 class NatsServer {
  public:
   NatsServer();  // starts it; aborts the test process if it cannot
+  // With `config` (nats-server configuration text: tls, authorization ...)
+  // besides the port, JetStream and store given on the command line.
+  explicit NatsServer(const std::string& config);
   ~NatsServer();
   NatsServer(const NatsServer&) = delete;
   NatsServer& operator=(const NatsServer&) = delete;
@@ -36,6 +39,7 @@ class NatsServer {
   TestDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+  std::string config_file_;  // "" for none
 };
 
 // Three nats-servers forming a JetStream cluster over routes on loopback,

@@ -1,0 +1,133 @@
+// The connection flags against a server that demands them: TLS with a
+// client certificate, and a user and password (or a token). The mirror
+// connects and converges with them, and fails clearly without them.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "live/cli_process.h"
+#include "live/kv_client.h"
+#include "live/nats_server.h"
+#include "test_dir.h"
+
+namespace kvfold::live {
+namespace {
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate, made
+// with the openssl command (test data only, valid for a day).
+struct TestPki {
+  explicit TestPki(const std::string& dir) : dir_(dir) {
+    std::ofstream(dir + "/server.ext") << "subjectAltName=IP:127.0.0.1\n";
+    std::ofstream(dir + "/client.ext") << "extendedKeyUsage=clientAuth\n";
+    const std::string key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    Run("openssl req -x509" + key + " -keyout ca.key -out ca.pem -days 1 -subj /CN=kvfold-test-ca");
+    for (const std::string who : {"server", "client"}) {
+      Run("openssl req" + key + " -keyout " + who + ".key -out " + who + ".csr -subj /CN=" + who);
+      Run("openssl x509 -req -in " + who + ".csr -CA ca.pem -CAkey ca.key -CAcreateserial -out " +
+          who + ".pem -days 1 -extfile " + who + ".ext");
+    }
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
+ private:
+  void Run(const std::string& cmd) {
+    const std::string full = "cd '" + dir_ + "' && " + cmd + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(full.c_str()), 0) << "failed: " << cmd;
+  }
+  std::string dir_;
+};
+
+class AuthLiveTest : public ::testing::Test {
+ protected:
+  AuthLiveTest()
+      : pki_(dir_.path()),
+        server_("tls {\n  cert_file: \"" + pki_.Path("server.pem") + "\"\n  key_file: \"" +
+                pki_.Path("server.key") + "\"\n  ca_file: \"" + pki_.Path("ca.pem") +
+                "\"\n  verify: true\n}\n"
+                "authorization {\n  users: [ { user: kvuser, password: \"s3cret pass\" } ]\n}\n"),
+        kv_(server_.url(), [this](natsOptions* o) {
+          natsOptions_SetSecure(o, true);
+          natsOptions_LoadCATrustedCertificates(o, pki_.Path("ca.pem").c_str());
+          natsOptions_LoadCertificatesChain(o, pki_.Path("client.pem").c_str(),
+                                            pki_.Path("client.key").c_str());
+          natsOptions_SetUserInfo(o, "kvuser", "s3cret pass");
+        }) {}
+
+  std::vector<std::string> Tls() {
+    return {"--tls-ca", pki_.Path("ca.pem"), "--tls-cert", pki_.Path("client.pem"), "--tls-key",
+            pki_.Path("client.key")};
+  }
+  CliExit Mirror(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "secure",
+                                     "--fold", dir_.path() + "/fold", "--until-caught-up"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args, dir_.path());
+  }
+
+  TestDir dir_;
+  TestPki pki_;
+  NatsServer server_;
+  KvClient kv_;
+};
+
+TEST_F(AuthLiveTest, MirrorOverTlsWithAUserAndPasswordConverges) {
+  kv_.CreateBucket("secure");
+  for (int i = 0; i < 50; ++i) kv_.Put("secure", "k" + std::to_string(i % 20), "v" + std::to_string(i));
+  kv_.Delete("secure", "k3");
+  std::vector<std::string> args = Tls();
+  args.insert(args.end(), {"--user", "kvuser", "--password", "s3cret pass"});
+  CliExit ok = Mirror(args);
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  CliExit dump = RunCli({"dump", "--fold", dir_.path() + "/fold"}, dir_.path());
+  EXPECT_EQ(dump.code, 0);
+  // 19 live keys, one line each.
+  EXPECT_EQ(std::count(dump.out.begin(), dump.out.end(), '\n'), 19) << dump.out;
+}
+
+TEST_F(AuthLiveTest, CredentialsFromTheEnvironmentWork) {
+  kv_.CreateBucket("secure");
+  kv_.Put("secure", "k", "v");
+  setenv("KVFOLD_USER", "kvuser", 1);
+  setenv("KVFOLD_PASSWORD", "s3cret pass", 1);
+  setenv("KVFOLD_TLS_CA", pki_.Path("ca.pem").c_str(), 1);
+  setenv("KVFOLD_TLS_CERT", pki_.Path("client.pem").c_str(), 1);
+  setenv("KVFOLD_TLS_KEY", pki_.Path("client.key").c_str(), 1);
+  CliExit ok = Mirror({});
+  for (const char* v : {"KVFOLD_USER", "KVFOLD_PASSWORD", "KVFOLD_TLS_CA", "KVFOLD_TLS_CERT",
+                        "KVFOLD_TLS_KEY"}) {
+    unsetenv(v);
+  }
+  EXPECT_EQ(ok.code, 0) << ok.err;
+}
+
+// What is missing or wrong is a clear error, exit 1, and no fold.
+TEST_F(AuthLiveTest, MissingOrWrongCredentialsAreClearErrors) {
+  kv_.CreateBucket("secure");
+  kv_.Put("secure", "k", "v");
+  std::vector<std::string> wrong = Tls();
+  wrong.insert(wrong.end(), {"--user", "kvuser", "--password", "wrong"});
+  CliExit bad_password = Mirror(wrong);
+  EXPECT_EQ(bad_password.code, 1) << bad_password.err;
+  EXPECT_NE(bad_password.err.find("uthorization"), std::string::npos) << bad_password.err;
+
+  CliExit no_tls = Mirror({"--user", "kvuser", "--password", "s3cret pass"});
+  EXPECT_EQ(no_tls.code, 1) << no_tls.err;
+  EXPECT_NE(no_tls.err.find("cannot connect"), std::string::npos) << no_tls.err;
+
+  std::vector<std::string> no_cert = {"--tls-ca", pki_.Path("ca.pem"), "--user", "kvuser",
+                                      "--password", "s3cret pass"};
+  CliExit rejected = Mirror(no_cert);
+  EXPECT_EQ(rejected.code, 1) << rejected.err;
+
+  CliExit half = Mirror({"--user", "kvuser"});
+  EXPECT_EQ(half.code, 2) << half.err;
+  EXPECT_NE(half.err.find("--user and --password go together"), std::string::npos) << half.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/fold"));
+}
+
+}  // namespace
+}  // namespace kvfold::live
