@@ -11,6 +11,7 @@
 
 #include "live/cli_process.h"
 #include "live/kv_client.h"
+#include "live/nats_jwt.h"
 #include "live/nats_server.h"
 #include "test_dir.h"
 
@@ -127,6 +128,61 @@ TEST_F(AuthLiveTest, MissingOrWrongCredentialsAreClearErrors) {
   EXPECT_EQ(half.code, 2) << half.err;
   EXPECT_NE(half.err.find("--user and --password go together"), std::string::npos) << half.err;
   EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/fold"));
+}
+
+// A server in operator mode (decentralized auth: JWTs, no passwords) over
+// TLS: the mirror signs in with a .creds file, from --creds or KVFOLD_CREDS.
+class CredsLiveTest : public ::testing::Test {
+ protected:
+  CredsLiveTest()
+      : pki_(dir_.path()),
+        setup_(MakeOperatorSetup()),
+        server_(setup_.server_config + "tls {\n  cert_file: \"" + pki_.Path("server.pem") +
+                "\"\n  key_file: \"" + pki_.Path("server.key") + "\"\n}\n"),
+        creds_(Creds(dir_.path(), setup_.user_creds)),
+        kv_(server_.url(), [this](natsOptions* o) {
+          natsOptions_SetSecure(o, true);
+          natsOptions_LoadCATrustedCertificates(o, pki_.Path("ca.pem").c_str());
+          natsOptions_SetUserCredentialsFromFiles(o, creds_.c_str(), nullptr);
+        }) {}
+
+  static std::string Creds(const std::string& dir, const std::string& text) {
+    const std::string path = dir + "/user.creds";
+    std::ofstream(path) << text;
+    return path;
+  }
+  CliExit Mirror(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "jwt",
+                                     "--fold", dir_.path() + "/fold", "--until-caught-up",
+                                     "--tls-ca", pki_.Path("ca.pem")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args, dir_.path());
+  }
+
+  TestDir dir_;
+  TestPki pki_;
+  OperatorSetup setup_;
+  NatsServer server_;
+  std::string creds_;
+  KvClient kv_;
+};
+
+TEST_F(CredsLiveTest, MirrorSignsInWithACredsFileOverTls) {
+  kv_.CreateBucket("jwt");
+  for (int i = 0; i < 30; ++i) kv_.Put("jwt", "k" + std::to_string(i), "v");
+  CliExit ok = Mirror({"--creds", creds_});
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  CliExit dump = RunCli({"dump", "--fold", dir_.path() + "/fold"}, dir_.path());
+  EXPECT_EQ(std::count(dump.out.begin(), dump.out.end(), '\n'), 30) << dump.out;
+
+  setenv("KVFOLD_CREDS", creds_.c_str(), 1);
+  CliExit from_env = Mirror({});
+  unsetenv("KVFOLD_CREDS");
+  EXPECT_EQ(from_env.code, 0) << from_env.err;
+
+  CliExit without = Mirror({});
+  EXPECT_EQ(without.code, 1) << without.err;
+  EXPECT_NE(without.err.find("cannot connect"), std::string::npos) << without.err;
 }
 
 }  // namespace
