@@ -12,24 +12,15 @@ scripts/install-deps.sh
 scripts/build.sh build >/dev/null
 
 work=$(mktemp -d -t kvfold-demo-XXXXXX)
-server_pid=""
+source scripts/nats-server.sh
 cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  stop_nats_server
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# -p -1: the server picks a free port and logs it.
-nats-server -js -a 127.0.0.1 -p -1 -sd "$work/store" -l "$work/server.log" &
-server_pid=$!
-port=""
-for _ in $(seq 1 100); do
-  port=$(sed -n 's/.*Listening for client connections on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/server.log" 2>/dev/null | head -1 || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "demo: nats-server did not start; see $work/server.log" >&2; exit 1; }
-url="nats://127.0.0.1:$port"
+start_nats_server "$work"
+url=$nats_url
 echo "== nats-server with JetStream on $url"
 
 build/sample_writer "$url" demo 1000

@@ -65,6 +65,9 @@ PKG_CONFIG_PATH="$(dirname "$(find "$pkg/static" -name kvfold.pc)")" \
 rc=0; "$pkg/embed_mirror_pc" 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || { echo "test.sh: the pkg-config example did not run (exit $rc)" >&2; exit 1; }
 echo "test.sh: package installs and builds out of tree (static and shared, CMake and pkg-config)"
+# The tutorials, as built against the installed package, run against a
+# local nats-server.
+scripts/examples.sh "$pkg/examples-static" build
 step "package"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON -DKVFOLD_MUTATIONS=ON \
