@@ -25,6 +25,7 @@ constexpr const char* kKnown[] = {
     "restore-artifact-always-wins",  // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",      // restore: a key the bucket lists live is deleted
     "repair-never-deletes",       // relist/restore: unlisted keys are kept
+    "relist-skip-recheck",        // relist: retention is not read again after the listing
     "repair-skip-last-check",     // relist/restore: a key the listing raced is deleted
     "restore-skip-recheck-after-last",  // restore: a key evicted while checked is deleted
     "watch-trust-unanchored",     // watcher: a fold with data and no cursor is trusted

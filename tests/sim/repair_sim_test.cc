@@ -635,9 +635,41 @@ TEST(RepairSimTest, KeyRewrittenDuringTheListingIsNeverDeleted) {
   EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 0);
 }
 
-// Before any repair the watcher folds and flushes what it received,
-// retrying a failed commit: a batch left re-queued would be invisible to the
-// key-set diff and could resurrect a key deleted meanwhile.
+// SPEC §5 Relist: retention is read again after the listing. A bucket that
+// began evicting while the listing ran may have left a live key out of it
+// (the key aged out): the listing proves nothing then, the relist is
+// abandoned and the repair decided afresh (refused here: no artifact).
+TEST(RepairSimTest, BucketThatBeginsEvictingDuringTheListingNeverCostsALiveKey) {
+  SimBucket b;
+  b.SetHistoryOne(true);  // keeps current values: the listing is the truth
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  // Every key rewritten: history 1 drops the old messages, the cursor
+  // expires, and auto relists.
+  uint64_t k0_last = 0;
+  for (int r = 1; r <= 3; ++r) {
+    for (int i = 0; i < 10; ++i) {
+      const uint64_t seq = b.Put("k." + std::to_string(i), "v" + std::to_string(r));
+      if (i == 0) k0_last = seq;
+    }
+  }
+  bool raced = false;
+  b.during_listing = [&] {
+    if (raced) return;
+    raced = true;
+    b.SetMaxMsgs(1000);      // the bucket now evicts current values...
+    b.EvictThrough(k0_last);  // ...and k.0, live, ages out before it is listed
+  };
+  const auto before = LiveEntries(*n.fold);
+  Status s = RunNode(b, n);
+  EXPECT_TRUE(raced);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_TRUE(Logged(n, "relist abandoned")) << "the listing was trusted";
+  EXPECT_TRUE(n.violations.empty()) << n.violations.front();
+  EXPECT_EQ(LiveEntries(*n.fold), before);
+}
+
 // SPEC §5 restore on an evicting bucket: a key the listing missed (it was
 // rewritten while the listing ran) and whose rewrite then ages out before
 // its last message is read has no message left, yet it is live. Retention
@@ -683,6 +715,9 @@ TEST(RepairSimTest, KeyEvictedWhileItsLastMessageIsReadIsNeverDeleted) {
   EXPECT_EQ(LiveEntries(*nb.fold).at("a").value, "v3");
 }
 
+// Before any repair the watcher folds and flushes what it received,
+// retrying a failed commit: a batch left re-queued would be invisible to the
+// key-set diff and could resurrect a key deleted meanwhile.
 TEST(RepairSimTest, RepairFlushesARequeuedBatchFirst) {
   SimBucket b;
   b.Put("a", "1");
