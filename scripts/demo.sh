@@ -3,7 +3,8 @@
 # builds, starts its own nats-server on a loopback port in a temp dir, writes
 # sample data to a bucket, mirrors it into a fold, prints `status` and part
 # of `dump`, exports an artifact and seeds a second fold from it (which then
-# resumes mirroring delta-only), and stops the server.
+# resumes mirroring delta-only), runs a mirror that serves Prometheus
+# metrics and prints some of them, and stops the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -43,3 +44,26 @@ build/kvfold seed --fold "$work/fold2" --from "dir:$work/artifacts"
 build/sample_writer "$url" demo 30 >/dev/null
 build/kvfold mirror --server "$url" --bucket demo --fold "$work/fold2" --until-caught-up
 build/kvfold status --fold "$work/fold2"
+echo "== a mirror that keeps following, with Prometheus metrics (--metrics-addr; port 0 picks one)"
+build/kvfold mirror --server "$url" --bucket demo --fold "$work/fold" \
+  --metrics-addr 127.0.0.1:0 2>"$work/mirror.log" &
+mirror_pid=$!
+metrics_port=""
+for _ in $(seq 1 100); do
+  metrics_port=$(sed -n 's|.*serving metrics on http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' \
+    "$work/mirror.log" | head -1)
+  [ -n "$metrics_port" ] && break
+  sleep 0.1
+done
+[ -n "$metrics_port" ] || { cat "$work/mirror.log" >&2; exit 1; }
+build/sample_writer "$url" demo 40 >/dev/null
+sleep 1
+# GET /metrics with bash alone (no curl needed).
+exec 3<>"/dev/tcp/127.0.0.1/$metrics_port"
+printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+echo "GET http://127.0.0.1:$metrics_port/metrics (some of it):"
+grep -E '^kvfold_(cursor|stream_last_sequence|lag_messages|commits_total|changes_total\{op="(put|delete)",origin="live"\})' <&3
+exec 3<&-
+kill -TERM "$mirror_pid"
+wait "$mirror_pid"
+cat "$work/mirror.log"
