@@ -335,7 +335,7 @@ Runner AddMirrorCommand(CLI::App& app) {
       "reached the stream's last sequence as read at start. When retention "
       "evicted history the fold needs, repairs by --repair. Exit codes: 0 ok, "
       "2 usage, 3 cursor expired and the repair refused or found no usable "
-      "artifact (fold untouched), 1 other errors.");
+      "artifact (cursor untouched), 1 other errors.");
   AddConnectFlags(cmd, &flags->connect, /*server_required=*/true);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")
