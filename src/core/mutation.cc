@@ -30,6 +30,7 @@ constexpr const char* kKnown[] = {
     "restore-skip-recheck-after-last",  // restore: a key evicted while checked is deleted
     "watch-trust-unanchored",     // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk", // restore: the cursor moves before the final commit
+    "restore-skip-verify-pass",   // restore: writes before the whole artifact verified
     "fold-cursor-backward",       // stores: the cursor may move backward
     "fold-message-ignore-revision",  // core: an older message overwrites a newer entry
     "apply-skip-read",            // watcher: folds without reading at or below max_revision

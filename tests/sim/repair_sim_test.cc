@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -132,6 +134,24 @@ class Artifacts {
     ASSERT_TRUE(m.ok() || m.status().IsAlreadyExists()) << m.status().ToString();
   }
   ArtifactSource* source() { return source_.get(); }
+  // Flips one byte in the middle of the newest artifact's last chunk file.
+  void CorruptLastChunk() {
+    std::string last;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path() + "/arts")) {
+      const std::string p = e.path().string();
+      if (p.find("/chunk-") != std::string::npos && p > last) last = p;
+    }
+    ASSERT_FALSE(last.empty());
+    std::fstream f(last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const std::streamoff middle = f.tellg() / 2;
+    f.seekg(middle);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(middle);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
 
  private:
   TestDir dir_;
@@ -633,6 +653,36 @@ TEST(RepairSimTest, KeyRewrittenDuringTheListingIsNeverDeleted) {
   EXPECT_TRUE(raced);
   ExpectConverged(b, n);
   EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 0);
+}
+
+// SPEC §5 Restore (e): the whole artifact verifies before the fold is
+// touched. A damaged last chunk is found before the first chunk is
+// written: the restore is refused in the end, and neither the fold nor the
+// apply hook saw any of the artifact.
+TEST(RepairSimTest, DamagedArtifactIsRefusedBeforeAnyChunkIsWritten) {
+  SimBucket b;
+  b.SetMaxMsgs(30);
+  Artifacts arts;
+  Node a, nb;
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int round = 1; round <= 4; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      b.Put("k." + std::to_string(i), "v" + std::to_string(round) + std::string(40, 'x'));
+    }
+    ASSERT_TRUE(RunNode(b, a).ok());  // A keeps up
+  }
+  arts.Export(*a.fold, /*chunk_bytes=*/256);  // many chunks
+  arts.CorruptLastChunk();
+  const auto before = LiveEntries(*nb.fold);
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  Status s = RunNode(b, nb, o);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*nb.fold), before);
+  EXPECT_EQ(nb.by_origin[ChangeOrigin::kRestore], 0);
+  EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kRefused), 1u);
 }
 
 // SPEC §5 Relist: retention is read again after the listing. A bucket that
