@@ -6,6 +6,8 @@
 #ifndef KVFOLD_LOG_LINE_H_
 #define KVFOLD_LOG_LINE_H_
 
+#include <ostream>
+#include <string>
 #include <string_view>
 
 namespace kvfold {
@@ -22,12 +24,16 @@ std::string_view LogLevelName(LogLevel level);  // "debug", "info", "warning", "
 
 struct LogLine {
   LogLine(std::string_view t) : text(t) {}  // NOLINT: an info line
+  LogLine(const char* t) : text(t) {}       // NOLINT
+  LogLine(const std::string& t) : text(t) {}  // NOLINT
   LogLine(LogLevel l, std::string_view t) : level(l), text(t) {}
   operator std::string_view() const { return text; }  // NOLINT: the point
 
   LogLevel level = LogLevel::kInfo;
   std::string_view text;  // valid only during the log hook's call
 };
+
+inline std::ostream& operator<<(std::ostream& os, const LogLine& line) { return os << line.text; }
 
 }  // namespace kvfold
 

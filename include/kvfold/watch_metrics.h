@@ -17,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -64,14 +65,22 @@ struct WatchStats {
   // stream_last_seq - cursor (0 when the cursor is at or past it). Counts
   // messages out of scope too: the cursor passes them as it proves them.
   uint64_t lag_messages = 0;
-  // How long the cursor has trailed stream_last_seq without catching up,
-  // as of the snapshot; 0 when caught up.
+  // The age of the oldest stream sequence not yet under the cursor: how
+  // long ago this watch first saw the stream's head reach past the cursor
+  // at a point the cursor has still not passed. 0 when caught up. A steady
+  // small backlog keeps it small; a stuck or overrun mirror makes it grow.
   double lag_seconds = 0;
+  // Seconds since the watch last read the stream or committed. An idle
+  // watch reads the stream at least every idle_probe (1 s), so a value
+  // well above that means the watch is stuck (a store that does not
+  // return, a blocked apply hook).
+  double last_activity_age_seconds = 0;
 
-  // Commits that succeeded (watch and repair commits), commits that failed
-  // and were kept to retry, and the latency of each commit (successful or
-  // not) as a cumulative-free histogram: commit_latency[i] counts commits
-  // that took at most kLatencyBounds[i] and more than the bound before.
+  // Commits of changes that succeeded (the watch's batches and a repair's),
+  // commits that failed and were retried, and the latency of each (either
+  // outcome) as a non-cumulative histogram: commit_latency[i] counts
+  // commits that took at most kLatencyBounds[i] and more than the bound
+  // before. Metadata-only commits (a repair's record) are not counted.
   uint64_t commits = 0;
   uint64_t commit_failures = 0;
   std::array<uint64_t, kLatencyBounds.size() + 1> commit_latency{};
@@ -84,6 +93,10 @@ struct WatchStats {
   // of the artifact's total.
   uint64_t restore_chunks_done = 0;
   uint64_t restore_chunks_total = 0;
+  // Restore attempts that found no usable artifact (none yet, stale,
+  // outside retention, damaged) and will retry until repair_timeout: a
+  // mirror that keeps counting these is heading for exit 3.
+  uint64_t restore_retries = 0;
   // Times retention passed the frontier mid-watch (the floor guard tripped).
   uint64_t floor_guard_trips = 0;
 
@@ -109,17 +122,21 @@ class WatchMetrics {
   void RecordStreamLast(uint64_t last_seq);
   void RecordRepair(RepairKind kind, RepairOutcome outcome);
   void RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_total);
+  void RecordRestoreRetry();
   void RecordFloorTrip();
   void RecordReset(ResetCause cause);
   void RecordReconnect();
 
  private:
-  // Keeps behind_since_ in step with the cursor and the stream's head.
+  // Keeps lag_messages and heads_ in step with the cursor and the head.
   void UpdateLag();
 
   mutable std::mutex mu_;
   WatchStats stats_;
-  std::optional<std::chrono::steady_clock::time_point> behind_since_;
+  // Increasing stream heads above the cursor, each with when it was first
+  // seen; the front is the oldest the cursor has not passed (bounded).
+  std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> heads_;
+  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace kvfold

@@ -95,8 +95,8 @@ struct ExportFlags {
   bool json = false;
 };
 
-int RunExport(const ExportFlags& f) {
-  KVFOLD_RETURN_IF_ERROR_EXIT("export", CheckConnectFlags(f.connect));
+int RunExport(ExportFlags& f) {
+  KVFOLD_RETURN_IF_ERROR_EXIT("export", ResolveConnectFlags(&f.connect, false));
   auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
   if (!min_age.ok()) return Report("export", min_age.status().WithContext("--min-age"));
   FoldOptions fo;
@@ -168,8 +168,8 @@ void UndoCreation(std::unique_ptr<Fold> fold, const std::string& path, bool exis
   }
 }
 
-int RunSeed(const SeedFlags& f) {
-  KVFOLD_RETURN_IF_ERROR_EXIT("seed", CheckConnectFlags(f.connect));
+int RunSeed(SeedFlags& f) {
+  KVFOLD_RETURN_IF_ERROR_EXIT("seed", ResolveConnectFlags(&f.connect, false));
   if (f.require_signature && f.trusted.empty()) {
     return Report("seed", Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
@@ -310,7 +310,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "with --keep, never prune an artifact younger than this (a seed may be "
                   "reading it), e.g. 0s, 30m, 2h (default 1h)");
   cmd->add_flag("--json", f->json, "print the new manifest as JSON");
-  AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
+  AddConnectFlags(cmd, &f->connect);
   return [f] { return RunExport(*f); };
 }
 
@@ -333,7 +333,7 @@ Runner AddSeedCommand(CLI::App& app) {
   cmd->add_flag("--discard-unfinished", f->discard_unfinished,
                 "discard an unfinished seed in --fold (e.g. its artifact was pruned) and seed "
                 "from --artifact or the latest");
-  AddConnectFlags(cmd, &f->connect, /*server_required=*/false);
+  AddConnectFlags(cmd, &f->connect);
   return [f] { return RunSeed(*f); };
 }
 
@@ -345,7 +345,7 @@ Runner AddArtifactsCommand(CLI::App& app) {
     sub->add_option("location", f->location, "dir:PATH or obj:BUCKET")
         ->required()
         ->check(kArtifactLocation);
-    AddConnectFlags(sub, &f->connect, /*server_required=*/false);
+    AddConnectFlags(sub, &f->connect);
   };
   CLI::App* list = cmd->add_subcommand("list", "One line per artifact, oldest cursor first.");
   common(list);
@@ -372,7 +372,7 @@ Runner AddArtifactsCommand(CLI::App& app) {
                     "never remove an artifact younger than this (a seed may be reading it), "
                     "e.g. 0s, 30m, 2h (default 1h)");
   return [f, list, inspect, verify, prune] {
-    KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", CheckConnectFlags(f->connect));
+    KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", ResolveConnectFlags(&f->connect, false));
     if (list->parsed()) return RunList(*f);
     if (inspect->parsed()) return RunInspect(*f);
     if (verify->parsed()) return RunVerify(*f);

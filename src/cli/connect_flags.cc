@@ -1,38 +1,61 @@
 #include "cli/connect_flags.h"
 
 #include <charconv>
+#include <cstdlib>
+#include <filesystem>
 
 namespace kvfold::cli {
 
-void AddConnectFlags(CLI::App* cmd, ConnectOptions* o, bool server_required) {
-  // Each may come from the environment instead (a flag wins): secrets need
-  // not appear in a process listing.
-  auto* server = cmd->add_option("--server", o->url, "NATS server URL(s), comma separated")
-                     ->envname("KVFOLD_SERVER");
-  if (server_required) server->required();
-  cmd->add_option("--creds", o->creds_file, "NATS credentials file")
-      ->envname("KVFOLD_CREDS")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--user", o->user, "user name (with --password)")->envname("KVFOLD_USER");
-  cmd->add_option("--password", o->password, "password (with --user)")
-      ->envname("KVFOLD_PASSWORD");
-  cmd->add_option("--token", o->token, "authentication token")->envname("KVFOLD_TOKEN");
-  cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust")
-      ->envname("KVFOLD_TLS_CA")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate")
-      ->envname("KVFOLD_TLS_CERT")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--tls-key", o->tls_key_file, "client key")
-      ->envname("KVFOLD_TLS_KEY")
-      ->check(CLI::ExistingFile);
+void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
+  o->url.clear();  // empty until a flag, the environment or the default fills it
+  cmd->add_option("--server", o->url, "NATS server URL(s), comma separated [env KVFOLD_SERVER]");
+  cmd->add_option("--creds", o->creds_file, "NATS credentials file [env KVFOLD_CREDS]");
+  cmd->add_option("--user", o->user, "user name, with --password [env KVFOLD_USER]");
+  cmd->add_option("--password", o->password, "password, with --user [env KVFOLD_PASSWORD]");
+  cmd->add_option("--token", o->token, "authentication token [env KVFOLD_TOKEN]");
+  cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust [env KVFOLD_TLS_CA]");
+  cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate [env KVFOLD_TLS_CERT]");
+  cmd->add_option("--tls-key", o->tls_key_file, "client key [env KVFOLD_TLS_KEY]");
 }
 
-Status CheckConnectFlags(const ConnectOptions& o) {
-  if (o.user.empty() != o.password.empty()) {
+Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
+  struct Field {
+    std::string* value;
+    const char* flag;
+    const char* env;
+    bool file;
+  };
+  // Secrets may come from the environment, out of the process listing.
+  const Field fields[] = {
+      {&o->url, "--server", "KVFOLD_SERVER", false},
+      {&o->creds_file, "--creds", "KVFOLD_CREDS", true},
+      {&o->user, "--user", "KVFOLD_USER", false},
+      {&o->password, "--password", "KVFOLD_PASSWORD", false},
+      {&o->token, "--token", "KVFOLD_TOKEN", false},
+      {&o->tls_ca_file, "--tls-ca", "KVFOLD_TLS_CA", true},
+      {&o->tls_cert_file, "--tls-cert", "KVFOLD_TLS_CERT", true},
+      {&o->tls_key_file, "--tls-key", "KVFOLD_TLS_KEY", true},
+  };
+  for (const Field& f : fields) {
+    std::string from = f.flag;
+    if (f.value->empty()) {
+      const char* env = std::getenv(f.env);
+      if (env == nullptr || *env == '\0') continue;
+      *f.value = env;
+      from = std::string(f.env) + " (for " + f.flag + ")";
+    }
+    if (f.file && !std::filesystem::is_regular_file(*f.value)) {
+      return Status::InvalidArgument(from + ": " + *f.value + " is not a file");
+    }
+  }
+  if (o->url.empty()) {
+    if (server_required) return Status::InvalidArgument("--server (or KVFOLD_SERVER) is required");
+    o->url = ConnectOptions().url;
+  }
+  if (o->user.empty() != o->password.empty()) {
     return Status::InvalidArgument("--user and --password go together");
   }
-  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+  if (o->tls_cert_file.empty() != o->tls_key_file.empty()) {
     return Status::InvalidArgument("--tls-cert and --tls-key go together");
   }
   return Status::OK();

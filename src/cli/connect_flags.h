@@ -9,12 +9,17 @@
 
 namespace kvfold::cli {
 
-// --server (required when `server_required`), --creds, --user, --password,
-// --token, --tls-ca, --tls-cert, --tls-key.
-void AddConnectFlags(CLI::App* cmd, ConnectOptions* options, bool server_required);
+// --server, --creds, --user, --password, --token, --tls-ca, --tls-cert,
+// --tls-key.
+void AddConnectFlags(CLI::App* cmd, ConnectOptions* options);
 
-// InvalidArgument for combinations the flags cannot express alone.
-Status CheckConnectFlags(const ConnectOptions& options);
+// Run by the subcommand that was given, after parsing: fills what no flag
+// gave from KVFOLD_SERVER, KVFOLD_CREDS, ... (a flag wins), then checks.
+// InvalidArgument for a missing --server (when `server_required`), a file
+// that does not exist, and pairs given half.
+// (Not CLI11's envname: it fills the options of every subcommand, parsed or
+// not, and sibling subcommands share one ConnectOptions.)
+Status ResolveConnectFlags(ConnectOptions* options, bool server_required);
 
 // Refuses at parse time (exit 2) an artifact location that is neither
 // dir:PATH nor obj:BUCKET.

@@ -2,8 +2,7 @@
 // (-q: warnings and errors; default: info; -v: also debug), as text
 // ("kvfold mirror: ...") or as JSON lines (--log-format json) for a log
 // pipeline: {"time":..., "level":..., "command":..., "msg":...}.
-// Thread-safe: the watch, the export thread and the metrics server log
-// through the same one.
+// Thread-safe: the watch and the export thread log through the same one.
 
 #ifndef KVFOLD_CLI_LOGGER_H_
 #define KVFOLD_CLI_LOGGER_H_
@@ -29,7 +28,10 @@ struct LogFlags {
 class Logger {
  public:
   void Configure(const LogFlags& flags);
-  void set_command(std::string command) { command_ = std::move(command); }
+  void set_command(std::string command) {
+    std::lock_guard lock(mu_);
+    command_ = std::move(command);
+  }
   bool Enabled(LogLevel level) const { return level >= threshold_; }
   void Log(LogLevel level, std::string_view text);
   void Info(std::string_view text) { Log(LogLevel::kInfo, text); }

@@ -1,7 +1,9 @@
 #include "cli/metrics_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
 #include <chrono>
 
@@ -24,6 +26,12 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
 
   std::unique_ptr<MetricsServer> m(new MetricsServer());
   m->server_ = std::make_unique<httplib::Server>();
+  // httplib's default adds SO_REUSEPORT: a second mirror could then bind
+  // the same port and the kernel would split scrapes between two folds.
+  m->server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   m->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -40,9 +48,17 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   m->host_ = host;
   m->port_ = port;
   httplib::Server* server = m->server_.get();
-  m->thread_ = std::thread([server] { server->listen_after_bind(); });
-  // stop() before the loop runs would be lost, and the join would hang.
-  while (!server->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  m->thread_ = std::thread([server, ended] {
+    server->listen_after_bind();
+    ended->store(true);
+  });
+  // stop() before the loop runs would be lost, and the join would hang;
+  // a loop that ended at once (an accept error) is an error.
+  while (!server->is_running()) {
+    if (ended->load()) return Status::Unavailable("the metrics server on " + addr + " stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return m;
 }
 

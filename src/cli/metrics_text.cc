@@ -86,8 +86,11 @@ std::string MetricsText(const WatchStats& w, const ExportStats::Snapshot* e) {
          "Stream last sequence minus the cursor (0 when caught up).")
       .Sample(D(w.lag_messages));
   Family(&out, "kvfold_lag_seconds", "gauge",
-         "How long the cursor has trailed the stream's last sequence (0 when caught up).")
+         "Age of the oldest stream sequence the cursor has not passed (0 when caught up).")
       .Sample(w.lag_seconds);
+  Family(&out, "kvfold_last_activity_age_seconds", "gauge",
+         "Seconds since the watch last read the stream or committed (stuck when well above 1).")
+      .Sample(w.last_activity_age_seconds);
   Family(&out, "kvfold_commits_total", "counter", "Commits to the fold that succeeded.")
       .Sample(D(w.commits));
   Family(&out, "kvfold_commit_failures_total", "counter",
@@ -125,6 +128,9 @@ std::string MetricsText(const WatchStats& w, const ExportStats::Snapshot* e) {
   Family(&out, "kvfold_restore_chunks", "gauge",
          "Artifact chunks the running (or last) restore reads in all.")
       .Sample(D(w.restore_chunks_total));
+  Family(&out, "kvfold_restore_retries_total", "counter",
+         "Restore attempts that found no usable artifact and will retry until the timeout.")
+      .Sample(D(w.restore_retries));
   Family(&out, "kvfold_floor_guard_trips_total", "counter",
          "Times retention passed the frontier mid-watch.")
       .Sample(D(w.floor_guard_trips));

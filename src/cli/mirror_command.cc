@@ -222,13 +222,13 @@ class SignalStopper {
   std::thread thread_;
 };
 
-int RunMirror(const MirrorFlags& f) {
+int RunMirror(MirrorFlags& f) {
   auto scope = Scope::Make(f.scope);
   if (!scope.ok()) return Report("mirror", scope.status());
   if (f.batch == 0) {
     return Report("mirror", Status::InvalidArgument("--batch must be > 0"));
   }
-  KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckConnectFlags(f.connect));
+  KVFOLD_RETURN_IF_ERROR_EXIT("mirror", ResolveConnectFlags(&f.connect, true));
   std::optional<std::chrono::milliseconds> every;
   if (f.export_to.empty() != f.export_every.empty()) {
     return Report("mirror", Status::InvalidArgument("--export-to and --export-every go together"));
@@ -273,7 +273,9 @@ int RunMirror(const MirrorFlags& f) {
     });
     if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
     metrics_server = std::move(started).value();
-    Log().Info("serving metrics on http://" + metrics_server->host() + ":" +
+    const std::string& host = metrics_server->host();
+    Log().Info("serving metrics on http://" +
+               (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                std::to_string(metrics_server->port()) + "/metrics");
   }
   if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
@@ -336,7 +338,7 @@ Runner AddMirrorCommand(CLI::App& app) {
       "evicted history the fold needs, repairs by --repair. Exit codes: 0 ok, "
       "2 usage, 3 cursor expired and the repair refused or found no usable "
       "artifact (cursor untouched), 1 other errors.");
-  AddConnectFlags(cmd, &flags->connect, /*server_required=*/true);
+  AddConnectFlags(cmd, &flags->connect);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")
       ->required();

@@ -261,6 +261,7 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
           "--export-to), or, knowing that deleted or aged-out keys may persist, run with "
           "--repair none");
     }
+    if (opt.metrics) opt.metrics->RecordRestoreRetry();
     if (opt.log) {
       const std::string line = "restore attempt " + std::to_string(out->attempts) +
                                ": no usable artifact at " + opt.artifacts->location() + " (" +

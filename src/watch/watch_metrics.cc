@@ -4,6 +4,13 @@
 
 namespace kvfold {
 
+// The arrays of WatchStats are indexed by these enums.
+static_assert(static_cast<size_t>(Op::kPurge) + 1 == WatchStats::kOps);
+static_assert(static_cast<size_t>(ChangeOrigin::kReconcile) + 1 == WatchStats::kOrigins);
+static_assert(static_cast<size_t>(ResetCause::kOther) + 1 == WatchStats::kResetCauses);
+static_assert(static_cast<size_t>(RepairKind::kRefuse) + 1 == WatchStats::kRepairKinds);
+static_assert(static_cast<size_t>(RepairOutcome::kFailed) + 1 == WatchStats::kRepairOutcomes);
+
 using SteadyClock = std::chrono::steady_clock;
 
 std::string_view RepairOutcomeName(RepairOutcome outcome) {
@@ -31,9 +38,9 @@ std::string_view RepairKindName(RepairKind kind) {
 WatchStats WatchMetrics::Snapshot() const {
   std::lock_guard lock(mu_);
   WatchStats s = stats_;
-  if (behind_since_) {
-    s.lag_seconds = std::chrono::duration<double>(SteadyClock::now() - *behind_since_).count();
-  }
+  const auto now = SteadyClock::now();
+  if (!heads_.empty()) s.lag_seconds = std::chrono::duration<double>(now - heads_.front().second).count();
+  s.last_activity_age_seconds = std::chrono::duration<double>(now - last_activity_).count();
   return s;
 }
 
@@ -51,29 +58,35 @@ void WatchMetrics::RecordCommit(bool ok, SteadyClock::duration took) {
   ++(ok ? stats_.commits : stats_.commit_failures);
   ++stats_.commit_latency[bucket];
   stats_.commit_latency_sum += secs;
+  last_activity_ = SteadyClock::now();
 }
 
 void WatchMetrics::RecordCursor(uint64_t cursor) {
   std::lock_guard lock(mu_);
+  if (stats_.cursor && cursor < *stats_.cursor) heads_.clear();  // rebuilt on a new stream
   stats_.cursor = cursor;
   UpdateLag();
 }
 
 void WatchMetrics::RecordStreamLast(uint64_t last_seq) {
   std::lock_guard lock(mu_);
-  stats_.stream_last_seq = last_seq;  // the newest reading (a recreated stream starts over)
+  // The newest reading wins (a recreated stream starts over).
+  if (!heads_.empty() && last_seq < heads_.back().first) heads_.clear();
+  stats_.stream_last_seq = last_seq;
+  const auto now = SteadyClock::now();
+  last_activity_ = now;
+  constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
+  if (last_seq > stats_.cursor.value_or(0) && heads_.size() < kMaxHeads &&
+      (heads_.empty() || last_seq > heads_.back().first)) {
+    heads_.emplace_back(last_seq, now);
+  }
   UpdateLag();
 }
 
 void WatchMetrics::UpdateLag() {
   const uint64_t cursor = stats_.cursor.value_or(0);
-  if (stats_.cursor && cursor > stats_.stream_last_seq) stats_.stream_last_seq = cursor;
-  stats_.lag_messages = stats_.stream_last_seq - std::min(cursor, stats_.stream_last_seq);
-  if (stats_.lag_messages == 0) {
-    behind_since_.reset();
-  } else if (!behind_since_) {
-    behind_since_ = SteadyClock::now();
-  }
+  while (!heads_.empty() && heads_.front().first <= cursor) heads_.pop_front();
+  stats_.lag_messages = stats_.stream_last_seq > cursor ? stats_.stream_last_seq - cursor : 0;
 }
 
 void WatchMetrics::RecordRepair(RepairKind kind, RepairOutcome outcome) {
@@ -85,6 +98,11 @@ void WatchMetrics::RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_t
   std::lock_guard lock(mu_);
   stats_.restore_chunks_done = chunks_done;
   stats_.restore_chunks_total = chunks_total;
+}
+
+void WatchMetrics::RecordRestoreRetry() {
+  std::lock_guard lock(mu_);
+  ++stats_.restore_retries;
 }
 
 void WatchMetrics::RecordFloorTrip() {

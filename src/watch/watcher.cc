@@ -715,6 +715,8 @@ Status WatchLoop::Repair() {
         received_ = 0;
         verified_ = 0;
         relist_floor_ = 0;
+        head_hint_ = 0;
+        if (opt_.metrics) opt_.metrics->RecordCursor(0);
         pending_ = core::PendingBatch();
         pending_.AdvanceTo(0);
         if (opt_.until_caught_up) target_ = state->last_seq;  // the new stream's
@@ -764,6 +766,7 @@ Status WatchLoop::Repair() {
       sync_next_ = false;
       if (rebase) {
         relist_floor_ = 0;
+        head_hint_ = 0;
         if (opt_.until_caught_up) {
           auto now = source_.ReadStream();
           if (!now.ok()) return now.status();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -62,11 +61,11 @@ class AuthLiveTest : public ::testing::Test {
     return {"--tls-ca", pki_.Path("ca.pem"), "--tls-cert", pki_.Path("client.pem"), "--tls-key",
             pki_.Path("client.key")};
   }
-  CliExit Mirror(std::vector<std::string> extra) {
+  CliExit Mirror(std::vector<std::string> extra, const std::vector<std::string>& env = {}) {
     std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "secure",
                                      "--fold", dir_.path() + "/fold", "--until-caught-up"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return RunCli(args, dir_.path());
+    return RunCli(args, dir_.path(), env);
   }
 
   TestDir dir_;
@@ -92,17 +91,20 @@ TEST_F(AuthLiveTest, MirrorOverTlsWithAUserAndPasswordConverges) {
 TEST_F(AuthLiveTest, CredentialsFromTheEnvironmentWork) {
   kv_.CreateBucket("secure");
   kv_.Put("secure", "k", "v");
-  setenv("KVFOLD_USER", "kvuser", 1);
-  setenv("KVFOLD_PASSWORD", "s3cret pass", 1);
-  setenv("KVFOLD_TLS_CA", pki_.Path("ca.pem").c_str(), 1);
-  setenv("KVFOLD_TLS_CERT", pki_.Path("client.pem").c_str(), 1);
-  setenv("KVFOLD_TLS_KEY", pki_.Path("client.key").c_str(), 1);
-  CliExit ok = Mirror({});
-  for (const char* v : {"KVFOLD_USER", "KVFOLD_PASSWORD", "KVFOLD_TLS_CA", "KVFOLD_TLS_CERT",
-                        "KVFOLD_TLS_KEY"}) {
-    unsetenv(v);
-  }
+  CliExit ok = Mirror({}, {"KVFOLD_USER=kvuser", "KVFOLD_PASSWORD=s3cret pass",
+                           "KVFOLD_TLS_CA=" + pki_.Path("ca.pem"),
+                           "KVFOLD_TLS_CERT=" + pki_.Path("client.pem"),
+                           "KVFOLD_TLS_KEY=" + pki_.Path("client.key")});
   EXPECT_EQ(ok.code, 0) << ok.err;
+  // A flag wins over its variable: a wrong password in the environment.
+  std::vector<std::string> flags = Tls();
+  flags.insert(flags.end(), {"--user", "kvuser", "--password", "s3cret pass"});
+  CliExit flag_wins = Mirror(flags, {"KVFOLD_PASSWORD=wrong"});
+  EXPECT_EQ(flag_wins.code, 0) << flag_wins.err;
+  // A variable naming a file that is not there is a usage error naming it.
+  CliExit missing = Mirror({}, {"KVFOLD_TLS_CA=" + dir_.path() + "/nope.pem"});
+  EXPECT_EQ(missing.code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("KVFOLD_TLS_CA (for --tls-ca)"), std::string::npos) << missing.err;
 }
 
 // What is missing or wrong is a clear error, exit 1, and no fold.
@@ -151,12 +153,12 @@ class CredsLiveTest : public ::testing::Test {
     std::ofstream(path) << text;
     return path;
   }
-  CliExit Mirror(std::vector<std::string> extra) {
+  CliExit Mirror(std::vector<std::string> extra, const std::vector<std::string>& env = {}) {
     std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "jwt",
                                      "--fold", dir_.path() + "/fold", "--until-caught-up",
                                      "--tls-ca", pki_.Path("ca.pem")};
     args.insert(args.end(), extra.begin(), extra.end());
-    return RunCli(args, dir_.path());
+    return RunCli(args, dir_.path(), env);
   }
 
   TestDir dir_;
@@ -175,9 +177,7 @@ TEST_F(CredsLiveTest, MirrorSignsInWithACredsFileOverTls) {
   CliExit dump = RunCli({"dump", "--fold", dir_.path() + "/fold"}, dir_.path());
   EXPECT_EQ(std::count(dump.out.begin(), dump.out.end(), '\n'), 30) << dump.out;
 
-  setenv("KVFOLD_CREDS", creds_.c_str(), 1);
-  CliExit from_env = Mirror({});
-  unsetenv("KVFOLD_CREDS");
+  CliExit from_env = Mirror({}, {"KVFOLD_CREDS=" + creds_});
   EXPECT_EQ(from_env.code, 0) << from_env.err;
 
   CliExit without = Mirror({});

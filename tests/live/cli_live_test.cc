@@ -386,8 +386,17 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   }
   ASSERT_GT(port, 0) << ReadWholeFile(err);
 
-  auto scrape = [&] { return ParseMetrics(MonitorGet(port, "/metrics")); };
-  std::map<std::string, double> m = scrape();
+  // The series follow the commit a moment after the fold shows it.
+  auto scrape = [&](uint64_t cursor) {
+    std::map<std::string, double> m;
+    for (int i = 0; i < 200; ++i) {
+      m = ParseMetrics(MonitorGet(port, "/metrics"));
+      if (m["kvfold_cursor"] >= static_cast<double>(cursor)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return m;
+  };
+  std::map<std::string, double> m = scrape(last);
   EXPECT_EQ(m["kvfold_cursor"], static_cast<double>(last));
   EXPECT_EQ(m["kvfold_cursor"], Status(Fold())["cursor"].get<double>());
   EXPECT_EQ(m["kvfold_stream_last_sequence"], static_cast<double>(last));
@@ -399,11 +408,13 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   EXPECT_EQ(m["kvfold_commit_duration_seconds_count"],
             m["kvfold_commits_total"] + m["kvfold_commit_failures_total"]);
   EXPECT_EQ(m["kvfold_delivery_resets_total{cause=\"consumer_gap\"}"], 0);
+  EXPECT_EQ(m["kvfold_lag_seconds"], 0);
+  EXPECT_LT(m["kvfold_last_activity_age_seconds"], 30);
 
   // More writes while it runs: the cursor series follows the fold.
   for (int i = 0; i < 30; ++i) last = kv_.Put("metered", "k" + std::to_string(i), "w");
   ASSERT_TRUE(WaitForCursor(Fold(), last));
-  m = scrape();
+  m = scrape(last);
   EXPECT_EQ(m["kvfold_cursor"], static_cast<double>(last));
   EXPECT_EQ(m["kvfold_changes_total{op=\"put\",origin=\"live\"}"], 130);
 
@@ -424,6 +435,21 @@ TEST_F(CliLiveTest, BadMetricsAddressIsAClearError) {
   EXPECT_EQ(taken.code, 1) << taken.err;
   EXPECT_NE(taken.err.find("cannot listen on"), std::string::npos) << taken.err;
   EXPECT_FALSE(std::filesystem::exists(Fold()));
+  // Nor can a second mirror take the port of a running one (no
+  // SO_REUSEPORT: scrapes would alternate between two folds).
+  const std::string addr = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string err = dir_.path() + "/first.err";
+  pid_t first = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "m2", "--fold",
+                          Fold("first"), "--metrics-addr", addr},
+                         dir_.path() + "/first.out", err);
+  for (int i = 0; i < 200 && ReadWholeFile(err).find("serving metrics") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Exit second = Mirror("m2", Fold("second"), {"--metrics-addr", addr});
+  EXPECT_EQ(second.code, 1) << second.err;
+  EXPECT_NE(second.err.find("cannot listen on"), std::string::npos) << second.err;
+  kill(first, SIGTERM);
+  EXPECT_EQ(WaitExit(first), 0) << ReadWholeFile(err);
 }
 
 // -q keeps the log to warnings and errors; a KVFOLD_SERVER from the
@@ -431,19 +457,35 @@ TEST_F(CliLiveTest, BadMetricsAddressIsAClearError) {
 TEST_F(CliLiveTest, QuietLogAndServerFromTheEnvironment) {
   kv_.CreateBucket("envb");
   const uint64_t last = kv_.Put("envb", "k", "v");
-  setenv("KVFOLD_SERVER", server_.url().c_str(), 1);
-  Exit e = Run({"-q", "mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"});
+  const std::string live = "KVFOLD_SERVER=" + server_.url();
+  Exit e = RunCli({"-q", "mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"},
+                  dir_.path(), {live});
   EXPECT_EQ(e.code, 0) << e.err;
   EXPECT_EQ(e.err, "");  // nothing at info level
   EXPECT_EQ(Status(Fold())["cursor"], last);
   // A dead server in the environment, the live one on the command line.
-  setenv("KVFOLD_SERVER", "nats://127.0.0.1:1", 1);
-  Exit flag = Run({"mirror", "--server", server_.url(), "--bucket", "envb", "--fold", Fold(),
-                   "--until-caught-up"});
+  const std::string dead = "KVFOLD_SERVER=nats://127.0.0.1:1";
+  Exit flag = RunCli({"mirror", "--server", server_.url(), "--bucket", "envb", "--fold", Fold(),
+                      "--until-caught-up"},
+                     dir_.path(), {dead});
   EXPECT_EQ(flag.code, 0) << flag.err;
-  Exit env_only = Run({"mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"});
+  Exit env_only =
+      RunCli({"mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"}, dir_.path(), {dead});
   EXPECT_EQ(env_only.code, 1) << env_only.err;
-  unsetenv("KVFOLD_SERVER");
+  // The same on a nested subcommand (artifacts list): the flag wins, and a
+  // command that never connects ignores the variables.
+  ASSERT_EQ(Run({"export", "--fold", Fold(), "--to", "obj:envarts", "--server", server_.url()}).code, 0);
+  Exit listed = RunCli({"artifacts", "list", "obj:envarts", "--server", server_.url()}, dir_.path(),
+                       {dead});
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("cursor"), std::string::npos) << listed.out;
+  Exit dump = RunCli({"dump", "--fold", Fold()}, dir_.path(),
+                     {dead, "KVFOLD_CREDS=/nonexistent.creds"});
+  EXPECT_EQ(dump.code, 0) << dump.err;
+  Exit no_server = RunCli({"mirror", "--bucket", "envb", "--fold", Fold()}, dir_.path());
+  EXPECT_EQ(no_server.code, 2) << no_server.err;
+  EXPECT_NE(no_server.err.find("--server (or KVFOLD_SERVER) is required"), std::string::npos)
+      << no_server.err;
 }
 
 }  // namespace

@@ -18,13 +18,15 @@ struct CliExit {
   std::string err;
 };
 
-// Starts `kvfold args...` with stdout and stderr sent to the files given.
+// Starts `kvfold args...` with stdout and stderr sent to the files given,
+// and `env` ("NAME=value" each) added to the test process's environment.
 pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path,
-               const std::string& err_path);
+               const std::string& err_path, const std::vector<std::string>& env = {});
 // Waits for `pid`; its exit status, or 128 + the signal that ended it.
 int WaitExit(pid_t pid);
 // Runs `kvfold args...` to the end; `scratch` is a directory for its output.
-CliExit RunCli(const std::vector<std::string>& args, const std::string& scratch);
+CliExit RunCli(const std::vector<std::string>& args, const std::string& scratch,
+               const std::vector<std::string>& env = {});
 
 }  // namespace kvfold::live
 

@@ -124,25 +124,44 @@ uint64_t SimBucket::Append(const std::string& key, Op op, const std::string& val
       if (r.message.key == key) r.retained = false;
     }
   }
-  log_.push_back(Record{m, true});
+  log_.push_back(Record{m, true, now_s_});
   writes_.push_back(m);
-  if (max_msgs_ > 0) {
-    uint64_t retained = 0;
-    for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
-      if (!it->retained) continue;
-      if (++retained > static_cast<uint64_t>(max_msgs_)) it->retained = false;
-    }
-    uint64_t first = next_seq_;
-    for (const auto& r : log_) {
-      if (r.retained) {
-        first = r.message.seq;
-        break;
-      }
-    }
-    // Limits evict from the head: nothing below the first retained stays.
-    first_seq_ = std::max(first_seq_, first);
-  }
+  EnforceLimits();
   return m.seq;
+}
+
+void SimBucket::EnforceLimits() {
+  if (max_msgs_ <= 0 && max_bytes_ <= 0 && max_age_s_ <= 0) return;
+  // From the newest back: once a limit is passed, everything older goes.
+  uint64_t retained = 0, bytes = 0;
+  bool evicting = false;
+  for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
+    if (!it->retained) continue;
+    ++retained;
+    bytes += it->message.key.size() + it->message.value.size() + 16;
+    evicting = evicting || (max_msgs_ > 0 && retained > static_cast<uint64_t>(max_msgs_)) ||
+               (max_bytes_ > 0 && bytes > static_cast<uint64_t>(max_bytes_)) ||
+               (max_age_s_ > 0 && now_s_ - it->stored_at > max_age_s_);
+    if (evicting) it->retained = false;
+  }
+  uint64_t first = next_seq_;
+  for (const auto& r : log_) {
+    if (r.retained) {
+      first = r.message.seq;
+      break;
+    }
+  }
+  // Limits evict from the head: nothing below the first retained stays.
+  first_seq_ = std::max(first_seq_, first);
+}
+
+void SimBucket::SetMaxBytes(int64_t max_bytes) { max_bytes_ = max_bytes; }
+
+void SimBucket::SetMaxAge(std::chrono::seconds max_age) { max_age_s_ = max_age.count(); }
+
+void SimBucket::AdvanceTime(std::chrono::seconds by) {
+  now_s_ += by.count();
+  EnforceLimits();
 }
 
 uint64_t SimBucket::LimitMarker(const std::string& key) {
@@ -219,6 +238,8 @@ StatusOr<StreamState> SimBucket::ReadStream() {
   s.last_seq = next_seq_ - 1;
   s.discard_new = false;
   s.max_msgs = max_msgs_;
+  s.max_bytes = max_bytes_;
+  s.max_age_ns = max_age_s_ * 1000 * 1000 * 1000;
   s.history = history_one_ ? 1 : 64;
   return s;
 }

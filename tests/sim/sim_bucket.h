@@ -7,6 +7,7 @@
 #ifndef KVFOLD_TESTS_SIM_SIM_BUCKET_H_
 #define KVFOLD_TESTS_SIM_SIM_BUCKET_H_
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -35,6 +36,12 @@ class SimBucket final : public BucketSource {
   // discard old) every write evicts from the head down to max_msgs
   // retained messages, as JetStream's limits do.
   void SetMaxMsgs(int64_t max_msgs);
+  // The same by size (key + value + 16 bytes a message) and by age: a
+  // message older than `max_age` on the bucket's own clock, which only
+  // AdvanceTime moves, is evicted.
+  void SetMaxBytes(int64_t max_bytes);
+  void SetMaxAge(std::chrono::seconds max_age);
+  void AdvanceTime(std::chrono::seconds by);
   // History 1: a write removes the key's older messages (supersession, not
   // eviction: current values stay).
   void SetHistoryOne(bool on) { history_one_ = on; }
@@ -104,6 +111,7 @@ class SimBucket final : public BucketSource {
   struct Record {
     BucketMessage message;
     bool retained = true;
+    int64_t stored_at = 0;  // seconds on the bucket's clock
   };
   const std::vector<Record>& log() const { return log_; }
   bool server_filters() const { return server_filters_; }
@@ -111,6 +119,8 @@ class SimBucket final : public BucketSource {
 
  private:
   uint64_t Append(const std::string& key, Op op, const std::string& value);
+  // Evicts from the head until the count, size and age limits hold.
+  void EnforceLimits();
 
   std::string name_;
   std::string created_;
@@ -123,6 +133,9 @@ class SimBucket final : public BucketSource {
   bool history_one_ = false;
   bool rollup_skips_ = false;
   int64_t max_msgs_ = -1;
+  int64_t max_bytes_ = -1;
+  int64_t max_age_s_ = 0;
+  int64_t now_s_ = 0;
   int lag_pending_ = 0;
   int reset_after_ = -1;
   int stall_ = 0;
