@@ -5,6 +5,7 @@
 
 #include <ctime>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace kvfold::live {
@@ -33,21 +34,28 @@ uint16_t Crc16(const std::vector<unsigned char>& data) {
   return crc;
 }
 
-std::string Base32(const std::vector<unsigned char>& data) {
-  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+// Packs `data` `bits` at a time (5: base32, 6: base64) into `alphabet`,
+// without padding, as nkeys and JWTs want.
+std::string EncodeBits(std::string_view data, int bits, const char* alphabet) {
   std::string out;
   uint32_t buffer = 0;
-  int bits = 0;
+  int held = 0;
+  const uint32_t mask = (1u << bits) - 1;
   for (unsigned char b : data) {
     buffer = (buffer << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += kAlphabet[(buffer >> (bits - 5)) & 31];
-      bits -= 5;
+    held += 8;
+    while (held >= bits) {
+      out += alphabet[(buffer >> (held - bits)) & mask];
+      held -= bits;
     }
   }
-  if (bits > 0) out += kAlphabet[(buffer << (5 - bits)) & 31];
+  if (held > 0) out += alphabet[(buffer << (bits - held)) & mask];
   return out;
+}
+
+std::string Base32(const std::vector<unsigned char>& data) {
+  return EncodeBits(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()), 5,
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
 }
 
 std::string Encode(std::vector<unsigned char> raw) {
@@ -58,21 +66,7 @@ std::string Encode(std::vector<unsigned char> raw) {
 }
 
 std::string Base64Url(const std::string& data) {
-  static const char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  uint32_t buffer = 0;
-  int bits = 0;
-  for (unsigned char b : data) {
-    buffer = (buffer << 8) | b;
-    bits += 8;
-    while (bits >= 6) {
-      out += kAlphabet[(buffer >> (bits - 6)) & 63];
-      bits -= 6;
-    }
-  }
-  if (bits > 0) out += kAlphabet[(buffer << (6 - bits)) & 63];
-  return out;  // no padding, as JWTs want
+  return EncodeBits(data, 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_");
 }
 
 // A JSON string literal for text we made (names, keys: no escaping needed).
