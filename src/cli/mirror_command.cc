@@ -308,7 +308,8 @@ int RunMirror(MirrorFlags& f) {
       Log().Log(LogLevel::kDebug, "committed through " + std::to_string(cursor));
     };
   }
-  options.metrics = &metrics;
+  // Counted only when served: a mirror without --metrics-addr pays nothing.
+  if (metrics_server) options.metrics = &metrics;
   Status s;
   {
     std::stop_source exports_stop;
