@@ -65,11 +65,11 @@ int main(int argc, char** argv) {
 
   // 1. Start from what the fold already holds (live entries only).
   RoutingTable table;
-  kvfold::Status loaded = (*fold)->Scan(
-      "", /*include_tombstones=*/false, [&table](std::string_view key, const kvfold::Entry& e) {
-        table.Set(key, e.value);
-        return true;  // keep scanning
-      });
+  kvfold::Status loaded = (*fold)->Scan("", /*include_tombstones=*/false,
+                                        [&table](std::string_view key, const kvfold::Entry& e) {
+                                          table.Set(key, e.value);
+                                          return true;  // keep scanning
+                                        });
   if (!loaded.ok()) return std::cerr << loaded.ToString() << "\n", 1;
   std::cerr << "loaded " << table.size() << " routes from the fold\n";
 

@@ -85,7 +85,7 @@ struct DeliveryEvent {
   };
   Kind kind = Kind::kTimeout;
   BucketMessage message;
-  std::string reason;                    // kReset: in words, with numbers
+  std::string reason;                     // kReset: in words, with numbers
   ResetCause cause = ResetCause::kOther;  // kReset
 };
 

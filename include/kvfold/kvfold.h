@@ -4,17 +4,17 @@
 #ifndef KVFOLD_KVFOLD_H_
 #define KVFOLD_KVFOLD_H_
 
+#include "kvfold/artifact.h"
 #include "kvfold/bucket.h"
 #include "kvfold/clock.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"
-#include "kvfold/scope.h"
-#include "kvfold/status.h"
-#include "kvfold/artifact.h"
 #include "kvfold/lease.h"
 #include "kvfold/log_line.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"
+#include "kvfold/scope.h"
+#include "kvfold/status.h"
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"

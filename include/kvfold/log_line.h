@@ -23,8 +23,8 @@ enum class LogLevel {
 std::string_view LogLevelName(LogLevel level);  // "debug", "info", "warning", "error"
 
 struct LogLine {
-  LogLine(std::string_view t) : text(t) {}  // NOLINT: an info line
-  LogLine(const char* t) : text(t) {}       // NOLINT
+  LogLine(std::string_view t) : text(t) {}    // NOLINT: an info line
+  LogLine(const char* t) : text(t) {}         // NOLINT
   LogLine(const std::string& t) : text(t) {}  // NOLINT
   LogLine(LogLevel l, std::string_view t) : level(l), text(t) {}
   operator std::string_view() const { return text; }  // NOLINT: the point

@@ -50,8 +50,8 @@ struct WatchStats {
   static constexpr size_t kRepairOutcomes = 5;
   // Upper bounds, in seconds, of the commit-latency histogram's buckets;
   // a last bucket (+Inf) takes the rest.
-  static constexpr std::array<double, 10> kLatencyBounds = {
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5};
+  static constexpr std::array<double, 10> kLatencyBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                                            0.025,  0.05,  0.1,    0.5,   2.5};
 
   // Changes folded (each one the apply hook saw), by op and origin:
   // changes[static_cast<size_t>(Op)][static_cast<size_t>(ChangeOrigin)].

@@ -3,7 +3,6 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "artifact/signer.h"
@@ -135,8 +134,8 @@ int RunExport(ExportFlags& f) {
   if (f.json) {
     std::cout << ManifestJson(*m, false).dump() << "\n";
   } else {
-    Log().Info("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) +
-               ", " + std::to_string(m->entry_count) + " entries) to " + (*to)->location());
+    Log().Info("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
+               std::to_string(m->entry_count) + " entries) to " + (*to)->location());
   }
   return kExitOk;
 }

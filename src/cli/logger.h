@@ -8,7 +8,6 @@
 #define KVFOLD_CLI_LOGGER_H_
 
 #include <CLI/CLI.hpp>
-
 #include <mutex>
 #include <string>
 #include <string_view>

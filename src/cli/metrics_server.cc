@@ -9,8 +9,8 @@
 
 namespace kvfold::cli {
 
-StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& addr, std::function<std::string()> render) {
+StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& addr,
+                                                              std::function<std::string()> render) {
   const size_t colon = addr.rfind(':');
   const auto bad = Status::InvalidArgument("metrics address \"" + addr +
                                            "\" is not HOST:PORT (e.g. 127.0.0.1:9464)");

@@ -46,9 +46,15 @@ void ExportStats::Record(Outcome outcome, uint64_t cursor) {
       counts_.last_cursor = cursor;
       last_written_ = std::chrono::steady_clock::now();
       break;
-    case Outcome::kUnchanged: ++counts_.unchanged; break;
-    case Outcome::kOtherNode: ++counts_.other_node; break;
-    case Outcome::kFailed: ++counts_.failed; break;
+    case Outcome::kUnchanged:
+      ++counts_.unchanged;
+      break;
+    case Outcome::kOtherNode:
+      ++counts_.other_node;
+      break;
+    case Outcome::kFailed:
+      ++counts_.failed;
+      break;
   }
 }
 
@@ -79,8 +85,7 @@ std::string MetricsText(const WatchStats& w, const ExportStats::Snapshot* e) {
     Family(&out, "kvfold_cursor", "gauge", "The stream sequence the fold has committed through.")
         .Sample(D(*w.cursor));
   }
-  Family(&out, "kvfold_stream_last_sequence", "gauge",
-         "The stream's last sequence as last seen.")
+  Family(&out, "kvfold_stream_last_sequence", "gauge", "The stream's last sequence as last seen.")
       .Sample(D(w.stream_last_seq));
   Family(&out, "kvfold_lag_messages", "gauge",
          "Stream last sequence minus the cursor (0 when caught up).")

@@ -18,8 +18,8 @@
 #include "cli/metrics_text.h"
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
-#include "kvfold/lease.h"
 #include "kvfold/fold.h"
+#include "kvfold/lease.h"
 #include "kvfold/repair.h"
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
@@ -122,8 +122,9 @@ class ScheduledExport {
         continue;
       }
       stats_.Record(ExportStats::Outcome::kWritten, m->cursor);
-      cli::Log().Info("export: wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
-          std::to_string(m->entry_count) + " entries) to " + to->location());
+      cli::Log().Info("export: wrote artifact " + m->artifact_id + " (cursor " +
+                      std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
+                      " entries) to " + to->location());
       if (f_.keep > 0) {
         Status pruned = PruneArtifacts(*to, PruneOptions{.keep = f_.keep}, nullptr);
         if (!pruned.ok()) cli::Log().Warn("export: prune: " + pruned.ToString());
@@ -257,8 +258,9 @@ int RunMirror(MirrorFlags& f) {
     return Report("mirror", Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
   if (*repair == ExpiryRepair::kNone) {
-    Log().Warn("--repair none: after a gap, keys deleted or aged out meanwhile may persist in "
-               "the fold");
+    Log().Warn(
+        "--repair none: after a gap, keys deleted or aged out meanwhile may persist in "
+        "the fold");
   }
   // First, so that every thread started after it has the signals blocked.
   SignalStopper stopper;
@@ -331,14 +333,14 @@ int RunMirror(MirrorFlags& f) {
 
 Runner AddMirrorCommand(CLI::App& app) {
   auto flags = std::make_shared<MirrorFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "mirror",
-      "Mirror a KV bucket into a fold; runs until SIGINT/SIGTERM (then "
-      "flushes and exits 0) or, with --until-caught-up, until the fold has "
-      "reached the stream's last sequence as read at start. When retention "
-      "evicted history the fold needs, repairs by --repair. Exit codes: 0 ok, "
-      "2 usage, 3 cursor expired and the repair refused or found no usable "
-      "artifact (cursor untouched), 1 other errors.");
+  CLI::App* cmd =
+      app.add_subcommand("mirror",
+                         "Mirror a KV bucket into a fold; runs until SIGINT/SIGTERM (then "
+                         "flushes and exits 0) or, with --until-caught-up, until the fold has "
+                         "reached the stream's last sequence as read at start. When retention "
+                         "evicted history the fold needs, repairs by --repair. Exit codes: 0 ok, "
+                         "2 usage, 3 cursor expired and the repair refused or found no usable "
+                         "artifact (cursor untouched), 1 other errors.");
   AddConnectFlags(cmd, &flags->connect);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")

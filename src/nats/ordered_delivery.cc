@@ -181,7 +181,8 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     }
     if (conn_->generation() != generation_) {
-      return Reset(ResetCause::kConnection, "the connection to the server was lost or re-established");
+      return Reset(ResetCause::kConnection,
+                   "the connection to the server was lost or re-established");
     }
     if (conn_->TakeSlowConsumer(sub_)) {
       return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
@@ -229,15 +230,15 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       const std::string last = Header(msg, "Nats-Last-Consumer");
       if (!last.empty() && last != std::to_string(last_consumer_seq_) &&
           !KVFOLD_MUTANT("delivery-ignore-heartbeat-gap")) {
-        return Reset(ResetCause::kHeartbeatGap, "heartbeat says the consumer sent message " + last +
-                     " but only " + std::to_string(last_consumer_seq_) +
-                     " arrived");
+        return Reset(ResetCause::kHeartbeatGap,
+                     "heartbeat says the consumer sent message " + last + " but only " +
+                         std::to_string(last_consumer_seq_) + " arrived");
       }
       continue;
     }
     if (!status.empty()) {
-      return Reset(ResetCause::kServerStatus, "the server sent status " + status + " " +
-                   Header(msg, "Description"));
+      return Reset(ResetCause::kServerStatus,
+                   "the server sent status " + status + " " + Header(msg, "Description"));
     }
     const char* reply = natsMsg_GetReply(msg);
     auto ack = ParseAckReply(reply == nullptr ? "" : reply);
@@ -248,8 +249,8 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     }
     if (ack->consumer_seq != last_consumer_seq_ + 1 && !KVFOLD_MUTANT("delivery-ignore-gap")) {
       return Reset(ResetCause::kConsumerGap, "consumer sequence jumped from " +
-                   std::to_string(last_consumer_seq_) + " to " +
-                   std::to_string(ack->consumer_seq));
+                                                 std::to_string(last_consumer_seq_) + " to " +
+                                                 std::to_string(ack->consumer_seq));
     }
     last_consumer_seq_ = ack->consumer_seq;
     auto key = KeyOfSubject(config_.bucket, natsMsg_GetSubject(msg));

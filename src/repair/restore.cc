@@ -265,8 +265,7 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
     if (opt.log) {
       const std::string line = "restore attempt " + std::to_string(out->attempts) +
                                ": no usable artifact at " + opt.artifacts->location() + " (" +
-                               reason + "); retrying in " + std::to_string(backoff.count()) +
-                               " ms";
+                               reason + "); retrying in " + std::to_string(backoff.count()) + " ms";
       opt.log(LogLine{LogLevel::kWarning, line});
     }
     env.clock.SleepFor(backoff, opt.stop);

@@ -15,22 +15,32 @@ using SteadyClock = std::chrono::steady_clock;
 
 std::string_view RepairOutcomeName(RepairOutcome outcome) {
   switch (outcome) {
-    case RepairOutcome::kDone: return "done";
-    case RepairOutcome::kRefused: return "refused";
-    case RepairOutcome::kInterrupted: return "interrupted";
-    case RepairOutcome::kAbandoned: return "abandoned";
-    case RepairOutcome::kFailed: return "failed";
+    case RepairOutcome::kDone:
+      return "done";
+    case RepairOutcome::kRefused:
+      return "refused";
+    case RepairOutcome::kInterrupted:
+      return "interrupted";
+    case RepairOutcome::kAbandoned:
+      return "abandoned";
+    case RepairOutcome::kFailed:
+      return "failed";
   }
   return "failed";
 }
 
 std::string_view RepairKindName(RepairKind kind) {
   switch (kind) {
-    case RepairKind::kRelist: return "relist";
-    case RepairKind::kRestore: return "restore";
-    case RepairKind::kReconcile: return "reconcile";
-    case RepairKind::kResync: return "resync";
-    case RepairKind::kRefuse: return "refuse";
+    case RepairKind::kRelist:
+      return "relist";
+    case RepairKind::kRestore:
+      return "restore";
+    case RepairKind::kReconcile:
+      return "reconcile";
+    case RepairKind::kResync:
+      return "resync";
+    case RepairKind::kRefuse:
+      return "refuse";
   }
   return "refuse";
 }
@@ -39,7 +49,8 @@ WatchStats WatchMetrics::Snapshot() const {
   std::lock_guard lock(mu_);
   WatchStats s = stats_;
   const auto now = SteadyClock::now();
-  if (!heads_.empty()) s.lag_seconds = std::chrono::duration<double>(now - heads_.front().second).count();
+  if (!heads_.empty())
+    s.lag_seconds = std::chrono::duration<double>(now - heads_.front().second).count();
   s.last_activity_age_seconds = std::chrono::duration<double>(now - last_activity_).count();
   return s;
 }
@@ -52,8 +63,8 @@ void WatchMetrics::RecordChange(Op op, ChangeOrigin origin) {
 void WatchMetrics::RecordCommit(bool ok, SteadyClock::duration took) {
   const double secs = std::chrono::duration<double>(took).count();
   const auto& bounds = WatchStats::kLatencyBounds;
-  const size_t bucket = static_cast<size_t>(
-      std::lower_bound(bounds.begin(), bounds.end(), secs) - bounds.begin());
+  const size_t bucket =
+      static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), secs) - bounds.begin());
   std::lock_guard lock(mu_);
   ++(ok ? stats_.commits : stats_.commit_failures);
   ++stats_.commit_latency[bucket];

@@ -415,7 +415,8 @@ Status WatchLoop::Session(SessionEnd* end) {
             if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
               return skipped.status();
             }
-            Log(LogLevel::kWarning, "checking a purge after a jump failed: " + skipped.status().message());
+            Log(LogLevel::kWarning,
+                "checking a purge after a jump failed: " + skipped.status().message());
             return Status::OK();
           }
           if (*skipped) return Status::OK();  // the next session starts after received_
@@ -632,8 +633,8 @@ Status WatchLoop::Repair() {
       if (cause != core::RepairCause::kReconcile) repair_kind_ = RepairKind::kRefuse;
       break;
     case core::RepairAction::kRelist:
-      repair_kind_ = cause == core::RepairCause::kReconcile ? RepairKind::kReconcile
-                                                             : RepairKind::kRelist;
+      repair_kind_ =
+          cause == core::RepairCause::kReconcile ? RepairKind::kReconcile : RepairKind::kRelist;
       break;
     case core::RepairAction::kRestore:
       repair_kind_ = RepairKind::kRestore;
@@ -778,7 +779,8 @@ Status WatchLoop::Repair() {
       return Status::OK();
     }
     case core::RepairAction::kResync: {
-      Log(LogLevel::kWarning, "repair none: re-listing current values without deleting anything; keys "
+      Log(LogLevel::kWarning,
+          "repair none: re-listing current values without deleting anything; keys "
           "deleted or aged out while this fold was behind may persist in it");
       FoldCommit note;
       note.last_repair = record("re-listed current values, deleted nothing");

@@ -58,12 +58,13 @@ class AuthLiveTest : public ::testing::Test {
         }) {}
 
   std::vector<std::string> Tls() {
-    return {"--tls-ca", pki_.Path("ca.pem"), "--tls-cert", pki_.Path("client.pem"), "--tls-key",
-            pki_.Path("client.key")};
+    return {"--tls-ca",  pki_.Path("ca.pem"),    "--tls-cert", pki_.Path("client.pem"),
+            "--tls-key", pki_.Path("client.key")};
   }
   CliExit Mirror(std::vector<std::string> extra, const std::vector<std::string>& env = {}) {
-    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "secure",
-                                     "--fold", dir_.path() + "/fold", "--until-caught-up"};
+    std::vector<std::string> args = {
+        "mirror", "--server", server_.url(),         "--bucket",
+        "secure", "--fold",   dir_.path() + "/fold", "--until-caught-up"};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunCli(args, dir_.path(), env);
   }
@@ -76,7 +77,8 @@ class AuthLiveTest : public ::testing::Test {
 
 TEST_F(AuthLiveTest, MirrorOverTlsWithAUserAndPasswordConverges) {
   kv_.CreateBucket("secure");
-  for (int i = 0; i < 50; ++i) kv_.Put("secure", "k" + std::to_string(i % 20), "v" + std::to_string(i));
+  for (int i = 0; i < 50; ++i)
+    kv_.Put("secure", "k" + std::to_string(i % 20), "v" + std::to_string(i));
   kv_.Delete("secure", "k3");
   std::vector<std::string> args = Tls();
   args.insert(args.end(), {"--user", "kvuser", "--password", "s3cret pass"});
@@ -91,10 +93,10 @@ TEST_F(AuthLiveTest, MirrorOverTlsWithAUserAndPasswordConverges) {
 TEST_F(AuthLiveTest, CredentialsFromTheEnvironmentWork) {
   kv_.CreateBucket("secure");
   kv_.Put("secure", "k", "v");
-  CliExit ok = Mirror({}, {"KVFOLD_USER=kvuser", "KVFOLD_PASSWORD=s3cret pass",
-                           "KVFOLD_TLS_CA=" + pki_.Path("ca.pem"),
-                           "KVFOLD_TLS_CERT=" + pki_.Path("client.pem"),
-                           "KVFOLD_TLS_KEY=" + pki_.Path("client.key")});
+  CliExit ok = Mirror(
+      {},
+      {"KVFOLD_USER=kvuser", "KVFOLD_PASSWORD=s3cret pass", "KVFOLD_TLS_CA=" + pki_.Path("ca.pem"),
+       "KVFOLD_TLS_CERT=" + pki_.Path("client.pem"), "KVFOLD_TLS_KEY=" + pki_.Path("client.key")});
   EXPECT_EQ(ok.code, 0) << ok.err;
   // A flag wins over its variable: a wrong password in the environment.
   std::vector<std::string> flags = Tls();
@@ -121,8 +123,8 @@ TEST_F(AuthLiveTest, MissingOrWrongCredentialsAreClearErrors) {
   EXPECT_EQ(no_tls.code, 1) << no_tls.err;
   EXPECT_NE(no_tls.err.find("cannot connect"), std::string::npos) << no_tls.err;
 
-  std::vector<std::string> no_cert = {"--tls-ca", pki_.Path("ca.pem"), "--user", "kvuser",
-                                      "--password", "s3cret pass"};
+  std::vector<std::string> no_cert = {"--tls-ca", pki_.Path("ca.pem"), "--user",
+                                      "kvuser",   "--password",        "s3cret pass"};
   CliExit rejected = Mirror(no_cert);
   EXPECT_EQ(rejected.code, 1) << rejected.err;
 
@@ -154,9 +156,10 @@ class CredsLiveTest : public ::testing::Test {
     return path;
   }
   CliExit Mirror(std::vector<std::string> extra, const std::vector<std::string>& env = {}) {
-    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "jwt",
-                                     "--fold", dir_.path() + "/fold", "--until-caught-up",
-                                     "--tls-ca", pki_.Path("ca.pem")};
+    std::vector<std::string> args = {
+        "mirror",   "--server",         server_.url(),         "--bucket",
+        "jwt",      "--fold",           dir_.path() + "/fold", "--until-caught-up",
+        "--tls-ca", pki_.Path("ca.pem")};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunCli(args, dir_.path(), env);
   }

@@ -431,7 +431,8 @@ TEST_F(CliLiveTest, BadMetricsAddressIsAClearError) {
   Exit bad = Mirror("m2", Fold(), {"--metrics-addr", "nonsense"});
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("is not HOST:PORT"), std::string::npos) << bad.err;
-  Exit taken = Mirror("m2", Fold(), {"--metrics-addr", "127.0.0.1:" + std::to_string(server_.port())});
+  Exit taken =
+      Mirror("m2", Fold(), {"--metrics-addr", "127.0.0.1:" + std::to_string(server_.port())});
   EXPECT_EQ(taken.code, 1) << taken.err;
   EXPECT_NE(taken.err.find("cannot listen on"), std::string::npos) << taken.err;
   EXPECT_FALSE(std::filesystem::exists(Fold()));
@@ -469,18 +470,19 @@ TEST_F(CliLiveTest, QuietLogAndServerFromTheEnvironment) {
                       "--until-caught-up"},
                      dir_.path(), {dead});
   EXPECT_EQ(flag.code, 0) << flag.err;
-  Exit env_only =
-      RunCli({"mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"}, dir_.path(), {dead});
+  Exit env_only = RunCli({"mirror", "--bucket", "envb", "--fold", Fold(), "--until-caught-up"},
+                         dir_.path(), {dead});
   EXPECT_EQ(env_only.code, 1) << env_only.err;
   // The same on a nested subcommand (artifacts list): the flag wins, and a
   // command that never connects ignores the variables.
-  ASSERT_EQ(Run({"export", "--fold", Fold(), "--to", "obj:envarts", "--server", server_.url()}).code, 0);
-  Exit listed = RunCli({"artifacts", "list", "obj:envarts", "--server", server_.url()}, dir_.path(),
-                       {dead});
+  ASSERT_EQ(
+      Run({"export", "--fold", Fold(), "--to", "obj:envarts", "--server", server_.url()}).code, 0);
+  Exit listed =
+      RunCli({"artifacts", "list", "obj:envarts", "--server", server_.url()}, dir_.path(), {dead});
   EXPECT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("cursor"), std::string::npos) << listed.out;
-  Exit dump = RunCli({"dump", "--fold", Fold()}, dir_.path(),
-                     {dead, "KVFOLD_CREDS=/nonexistent.creds"});
+  Exit dump =
+      RunCli({"dump", "--fold", Fold()}, dir_.path(), {dead, "KVFOLD_CREDS=/nonexistent.creds"});
   EXPECT_EQ(dump.code, 0) << dump.err;
   Exit no_server = RunCli({"mirror", "--bucket", "envb", "--fold", Fold()}, dir_.path());
   EXPECT_EQ(no_server.code, 2) << no_server.err;

@@ -56,7 +56,8 @@ class ClusterLiveTest : public ::testing::Test {
   // peer's statistics), so it is retried.
   void CreateR3Bucket(const std::string& bucket, const json& overrides = {}) {
     ASSERT_TRUE(cluster_.WaitJetStreamReady(std::chrono::seconds(60)))
-        << "the cluster's nodes never became healthy\n" << cluster_.LogTails(20);
+        << "the cluster's nodes never became healthy\n"
+        << cluster_.LogTails(20);
     json cfg = {{"num_replicas", 3}};
     for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
     const auto deadline = Clock::now() + std::chrono::seconds(90);
@@ -67,8 +68,8 @@ class ClusterLiveTest : public ::testing::Test {
       } catch (const std::exception& e) {
         // "already in use": an earlier attempt's create landed after all.
         if (std::string(e.what()).find("already in use") != std::string::npos) break;
-        ASSERT_LT(Clock::now(), deadline)
-            << "cannot create an R3 stream: " << e.what() << "\n" << cluster_.LogTails(20);
+        ASSERT_LT(Clock::now(), deadline) << "cannot create an R3 stream: " << e.what() << "\n"
+                                          << cluster_.LogTails(20);
         std::this_thread::sleep_for(milliseconds(200));
       }
     }

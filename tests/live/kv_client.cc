@@ -1,7 +1,5 @@
 #include "live/kv_client.h"
 
-#include "core/base64.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "core/base64.h"
 
 namespace kvfold::live {
 

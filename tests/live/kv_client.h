@@ -6,15 +6,13 @@
 
 #include <nats/nats.h>
 
-#include <functional>
-
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"

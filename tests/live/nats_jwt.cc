@@ -14,9 +14,12 @@ namespace {
 // nkeys' prefix bytes (the first base32 letter: O, A, U; S for a seed).
 unsigned char Prefix(NKey::Kind kind) {
   switch (kind) {
-    case NKey::Kind::kOperator: return 14 << 3;
-    case NKey::Kind::kAccount: return 0;
-    case NKey::Kind::kUser: return 20 << 3;
+    case NKey::Kind::kOperator:
+      return 14 << 3;
+    case NKey::Kind::kAccount:
+      return 0;
+    case NKey::Kind::kUser:
+      return 20 << 3;
   }
   return 0;
 }
@@ -28,7 +31,8 @@ uint16_t Crc16(const std::vector<unsigned char>& data) {
   for (unsigned char b : data) {
     crc ^= static_cast<uint16_t>(b) << 8;
     for (int i = 0; i < 8; ++i) {
-      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<uint16_t>(crc << 1);
     }
   }
   return crc;
@@ -103,10 +107,11 @@ std::string NKey::Sign(const std::string& data) const {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   unsigned char sig[64];
   size_t len = sizeof sig;
-  const bool ok = key != nullptr && ctx != nullptr &&
-                  EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key) == 1 &&
-                  EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(data.data()),
-                                 data.size()) == 1;
+  const bool ok =
+      key != nullptr && ctx != nullptr &&
+      EVP_DigestSignInit(ctx, nullptr, nullptr, nullptr, key) == 1 &&
+      EVP_DigestSign(ctx, sig, &len, reinterpret_cast<const unsigned char*>(data.data()),
+                     data.size()) == 1;
   EVP_MD_CTX_free(ctx);
   EVP_PKEY_free(key);
   if (!ok) throw std::runtime_error("Ed25519 signing failed");
@@ -117,11 +122,10 @@ std::string IssueJwt(const NKey& issuer, const std::string& subject, const std::
                      const std::string& nats_claim) {
   const std::string header = R"({"typ":"JWT","alg":"ed25519-nkey"})";
   static int serial = 0;
-  const std::string claims = "{" + std::string("\"jti\":") + Quote(name + std::to_string(++serial)) +
-                             ",\"iat\":" + std::to_string(std::time(nullptr)) +
-                             ",\"iss\":" + Quote(issuer.PublicKey()) +
-                             ",\"name\":" + Quote(name) + ",\"sub\":" + Quote(subject) +
-                             ",\"nats\":" + nats_claim + "}";
+  const std::string claims =
+      "{" + std::string("\"jti\":") + Quote(name + std::to_string(++serial)) +
+      ",\"iat\":" + std::to_string(std::time(nullptr)) + ",\"iss\":" + Quote(issuer.PublicKey()) +
+      ",\"name\":" + Quote(name) + ",\"sub\":" + Quote(subject) + ",\"nats\":" + nats_claim + "}";
   const std::string signing_input = Base64Url(header) + "." + Base64Url(claims);
   return signing_input + "." + Base64Url(issuer.Sign(signing_input));
 }
@@ -132,15 +136,15 @@ OperatorSetup MakeOperatorSetup() {
   const NKey user(NKey::Kind::kUser);
   // JetStream needs a system account in operator mode.
   const NKey system(NKey::Kind::kAccount);
-  const std::string system_jwt = IssueJwt(op, system.PublicKey(), "SYS",
-                                          R"({"type":"account","version":2})");
+  const std::string system_jwt =
+      IssueJwt(op, system.PublicKey(), "SYS", R"({"type":"account","version":2})");
   const std::string op_jwt =
       IssueJwt(op, op.PublicKey(), "kvfold-test-operator", R"({"type":"operator","version":2})");
-  const std::string account_jwt = IssueJwt(
-      op, account.PublicKey(), "kvfold-test-account",
-      R"({"limits":{"subs":-1,"data":-1,"payload":-1,"imports":-1,"exports":-1,)"
-      R"("wildcards":true,"conn":-1,"leaf":-1,"mem_storage":-1,"disk_storage":-1,)"
-      R"("streams":-1,"consumer":-1},"type":"account","version":2})");
+  const std::string account_jwt =
+      IssueJwt(op, account.PublicKey(), "kvfold-test-account",
+               R"({"limits":{"subs":-1,"data":-1,"payload":-1,"imports":-1,"exports":-1,)"
+               R"("wildcards":true,"conn":-1,"leaf":-1,"mem_storage":-1,"disk_storage":-1,)"
+               R"("streams":-1,"consumer":-1},"type":"account","version":2})");
   const std::string user_jwt =
       IssueJwt(account, user.PublicKey(), "kvfold-test-user",
                R"({"pub":{},"sub":{},"subs":-1,"data":-1,"payload":-1,"type":"user","version":2})");
@@ -152,8 +156,8 @@ OperatorSetup MakeOperatorSetup() {
                  "\n------END NATS USER JWT------\n\n"
                  "************************* IMPORTANT *************************\n"
                  "NKEY Seed printed below can be used to sign and prove identity.\n\n"
-                 "-----BEGIN USER NKEY SEED-----\n" + user.Seed() +
-                 "\n------END USER NKEY SEED------\n";
+                 "-----BEGIN USER NKEY SEED-----\n" +
+                 user.Seed() + "\n------END USER NKEY SEED------\n";
   return s;
 }
 

@@ -138,8 +138,15 @@ void NatsServer::Kill() {
 }
 
 void NatsServer::Start() {
-  std::vector<std::string> args = {"-js", "-a", "127.0.0.1", "-p", std::to_string(port_),
-                                   "-sd", dir_.path() + "/store", "-l", dir_.path() + "/server.log"};
+  std::vector<std::string> args = {"-js",
+                                   "-a",
+                                   "127.0.0.1",
+                                   "-p",
+                                   std::to_string(port_),
+                                   "-sd",
+                                   dir_.path() + "/store",
+                                   "-l",
+                                   dir_.path() + "/server.log"};
   if (!config_file_.empty()) args.insert(args.begin(), {"-c", config_file_});
   pid_ = Spawn(args);
   WaitReady();

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <set>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "fold_view.h"
@@ -65,8 +65,7 @@ struct Node {
 
 // What the node's metrics counted of `kind` repairs ending in `outcome`.
 uint64_t Repairs(const Node& n, RepairKind kind, RepairOutcome outcome) {
-  return n.metrics.Snapshot()
-      .repairs[static_cast<size_t>(kind)][static_cast<size_t>(outcome)];
+  return n.metrics.Snapshot().repairs[static_cast<size_t>(kind)][static_cast<size_t>(outcome)];
 }
 // Changes the metrics counted from `origin`, every op.
 uint64_t ChangesFrom(const Node& n, ChangeOrigin origin) {
@@ -708,7 +707,7 @@ TEST(RepairSimTest, BucketThatBeginsEvictingDuringTheListingNeverCostsALiveKey) 
   b.during_listing = [&] {
     if (raced) return;
     raced = true;
-    b.SetMaxMsgs(1000);      // the bucket now evicts current values...
+    b.SetMaxMsgs(1000);       // the bucket now evicts current values...
     b.EvictThrough(k0_last);  // ...and k.0, live, ages out before it is listed
   };
   const auto before = LiveEntries(*n.fold);

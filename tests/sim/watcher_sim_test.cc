@@ -7,11 +7,11 @@
 #include <map>
 #include <set>
 
+#include "fold_view.h"
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
 #include "sim/sim_bucket.h"
-#include "fold_view.h"
 #include "test_dir.h"
 
 namespace kvfold {
