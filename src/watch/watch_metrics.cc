@@ -81,8 +81,9 @@ void WatchMetrics::RecordCursor(uint64_t cursor) {
 
 void WatchMetrics::RecordStreamLast(uint64_t last_seq) {
   std::lock_guard lock(mu_);
-  // The newest reading wins (a recreated stream starts over).
-  if (!heads_.empty() && last_seq < heads_.back().first) heads_.clear();
+  // The newest reading wins. A lower one (a delivered message's `pending`
+  // overstates the head on a 2.10+ server) keeps the heads seen: only a
+  // cursor that goes back (a recreated stream) clears them.
   stats_.stream_last_seq = last_seq;
   const auto now = SteadyClock::now();
   last_activity_ = now;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "fold_view.h"
 #include "kvfold/watch_metrics.h"
@@ -549,6 +550,34 @@ INSTANTIATE_TEST_SUITE_P(
       return n + (info.param.server_filters ? "_filtered" : "_unfiltered") +
              (info.param.background ? "_background" : "");
     });
+
+}  // namespace
+}  // namespace kvfold
+
+namespace kvfold {
+namespace {
+
+// lag_seconds is the age of the oldest head the cursor has not passed: a
+// later, lower reading of the head does not make it younger, and the
+// cursor passing the head makes it 0.
+TEST(WatchMetricsTest, LagAgeSurvivesALowerHeadReadingAndEndsAtTheHead) {
+  WatchMetrics m;
+  m.RecordCursor(10);
+  m.RecordStreamLast(20);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  m.RecordStreamLast(15);  // an overstated hint came first
+  WatchStats s = m.Snapshot();
+  EXPECT_EQ(s.lag_messages, 5u);
+  EXPECT_GE(s.lag_seconds, 0.03);
+  m.RecordCursor(20);
+  s = m.Snapshot();
+  EXPECT_EQ(s.lag_messages, 0u);
+  EXPECT_EQ(s.lag_seconds, 0);
+  // A cursor that goes back (a recreated stream) starts the count over.
+  m.RecordStreamLast(30);
+  m.RecordCursor(0);
+  EXPECT_EQ(m.Snapshot().lag_messages, 30u);
+}
 
 }  // namespace
 }  // namespace kvfold
