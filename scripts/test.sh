@@ -83,8 +83,9 @@ step "ASan tests"
 # ThreadSanitizer over every test with threads: nats.c's callback threads,
 # the background committer, the export worker, readers beside a writer.
 # (ASLR off: some kernels map memory where TSan's shadow expects none.)
-cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON \
-  -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
+# -O1, as TSan's docs advise: it compiles in half the time of -O2 here.
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
+  -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
 step "TSan build"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../tests/tsan.supp" \
