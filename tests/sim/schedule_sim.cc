@@ -78,10 +78,18 @@ enum class Expect { kOk, kCursorExpired };
 // One schedule's world: the bucket, the node under test (RocksDB on the
 // fault env, behind the commit-level fault wrapper), the domain state its
 // apply hook keeps, an exporter node that keeps up, and the artifacts.
+// Every run's clock: real time, except that sleeps and a delivery's idle
+// waits pass at once.
+InstantSleepClock& SimClock() {
+  static InstantSleepClock clock;
+  return clock;
+}
+
 class Harness {
  public:
   Harness(const Config& config, const Schedule& schedule)
       : config_(config), schedule_(schedule) {
+    b.set_idle_clock(&SimClock());
     // The env takes one armed fault (schedules put at most one there),
     // armed before the first open: opening the store writes too.
     for (const auto& f : schedule.faults) {
@@ -101,9 +109,8 @@ class Harness {
   Scope scope;
 
   WatchOptions Options() const {
-    static InstantSleepClock clock;
     WatchOptions o;
-    o.clock = &clock;
+    o.clock = &SimClock();
     o.scope = scope;
     o.batch_size = config_.batch;
     o.commit_in_background = false;  // input-determined batches: reproducible

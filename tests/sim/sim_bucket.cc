@@ -17,11 +17,11 @@ class SimDelivery final : public Delivery {
         reset_after_(reset_after),
         stall_(stall) {}
 
-  StatusOr<DeliveryEvent> Next(std::chrono::milliseconds) override {
+  StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) override {
     DeliveryEvent ev;
     if (stall_ > 0) {
       --stall_;
-      return ev;  // a timeout, though messages wait
+      return Idle(timeout);  // a timeout, though messages wait
     }
     if (reset_after_ >= 0 && sent_ == reset_after_) {
       reset_after_ = -1;
@@ -31,7 +31,7 @@ class SimDelivery final : public Delivery {
       return ev;
     }
     const SimBucket::Record* r = NextRecord();
-    if (r == nullptr) return ev;  // timeout
+    if (r == nullptr) return Idle(timeout);
     ev.kind = DeliveryEvent::Kind::kMessage;
     ev.message = r->message;
     delivered_ = r->message.seq;
@@ -41,6 +41,12 @@ class SimDelivery final : public Delivery {
   }
 
  private:
+  // A timeout, after waiting it out on the bucket's idle clock, if any.
+  DeliveryEvent Idle(std::chrono::milliseconds timeout) {
+    if (Clock* clock = bucket_.idle_clock()) clock->SleepFor(timeout, std::stop_token());
+    return DeliveryEvent{};
+  }
+
   bool Matches(const SimBucket::Record& r) const {
     return r.retained && (!bucket_.server_filters() || scope_.Contains(r.message.key));
   }

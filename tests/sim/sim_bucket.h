@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kvfold/bucket.h"
+#include "kvfold/clock.h"
 #include "kvfold/fold.h"
 
 namespace kvfold::sim {
@@ -67,6 +68,12 @@ class SimBucket final : public BucketSource {
   // Each delivery opened from now on first answers `n` timeouts although
   // messages are waiting: messages in flight that have not arrived yet.
   void StallDeliveries(int n) { stall_ = n; }
+  // A delivery with nothing to send waits out its timeout on `clock`
+  // (SleepFor) instead of answering at once: with an instant-sleep clock
+  // the watcher's linger and probe timers run out without spinning on a
+  // core, as they would while a real delivery blocks. Null: answer at once.
+  void set_idle_clock(Clock* clock) { idle_clock_ = clock; }
+  Clock* idle_clock() const { return idle_clock_; }
   // Runs right after each delivery is opened (to race retention with it).
   std::function<void()> on_open;
   // Runs at the start of each ReadStream: time passing between the
@@ -138,6 +145,7 @@ class SimBucket final : public BucketSource {
   int64_t now_s_ = 0;
   int lag_pending_ = 0;
   int reset_after_ = -1;
+  Clock* idle_clock_ = nullptr;
   int stall_ = 0;
   int unavailable_calls_ = 0;
   int opened_ = 0;
