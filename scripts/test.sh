@@ -83,12 +83,13 @@ step "ASan tests"
 # ThreadSanitizer over every test with threads: nats.c's callback threads,
 # the background committer, the export worker, readers beside a writer.
 # (ASLR off: some kernels map memory where TSan's shadow expects none.)
-# -O1, as TSan's docs advise: it compiles in half the time of -O2 here.
+# -O1, the least TSan's docs allow: it compiles in half the time of -O2.
+# history_size=7: the most history TSan keeps, so a race shows both stacks.
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
   -DKVFOLD_TSAN=ON -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF -DKVFOLD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-tsan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
 step "TSan build"
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/../tests/tsan.supp" \
+(cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/../tests/tsan.supp" \
    GTEST_FILTER='-ClusterLiveTest.*' setarch "$(uname -m)" -R ctest --output-on-failure -L 'unit|live')
 step "TSan tests"
 
