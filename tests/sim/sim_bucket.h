@@ -68,8 +68,8 @@ class SimBucket final : public BucketSource {
   // Each delivery opened from now on first answers `n` timeouts although
   // messages are waiting: messages in flight that have not arrived yet.
   void StallDeliveries(int n) { stall_ = n; }
-  // A delivery with nothing to send waits out its timeout on `clock`
-  // (SleepFor) instead of answering at once: with an instant-sleep clock
+  // A delivery with nothing to send (or stalled) waits out its timeout on
+  // `clock` (SleepFor) instead of answering at once: with an instant-sleep clock
   // the watcher's linger and probe timers run out without spinning on a
   // core, as they would while a real delivery blocks. Null: answer at once.
   void set_idle_clock(Clock* clock) { idle_clock_ = clock; }
