@@ -2,10 +2,12 @@
 #   start_nats_server DIR   starts one with JetStream on a free loopback
 #                           port, storing in DIR; sets $nats_url and
 #                           $nats_pid (stop it with stop_nats_server).
+# The binary is $KVFOLD_NATS_SERVER when set (as for the tests), else
+# nats-server on PATH.
 start_nats_server() {
   local dir=$1 port=""
   # -p -1: the server picks a free port and logs it.
-  nats-server -js -a 127.0.0.1 -p -1 -sd "$dir/store" -l "$dir/server.log" &
+  "${KVFOLD_NATS_SERVER:-nats-server}" -js -a 127.0.0.1 -p -1 -sd "$dir/store" -l "$dir/server.log" &
   nats_pid=$!
   for _ in $(seq 1 100); do
     port=$(sed -n 's/.*Listening for client connections on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \

@@ -21,7 +21,15 @@ step() { local t=$(( $(date +%s) - start )); printf 'test.sh: [%d:%02d] %s\n' $(
 scripts/build.sh build
 step "build"
 (cd build && ctest --output-on-failure -L 'unit|live')
-step "plain unit + live tests"
+step "plain unit + live tests (nats-server $(nats-server --version | sed 's/.*v//'))"
+# The server matrix: the live tier again on the newest nats-server of
+# Debian's trixie (2.10.x) and sid (2.15.x), fetched into a cache beside
+# the system's package (scripts/fetch-nats-servers.sh). Tests that need a
+# feature a server lacks read it from the server and skip.
+while read -r suite version bin; do
+  (cd build && KVFOLD_NATS_SERVER="$bin" ctest --output-on-failure -L live)
+  step "live tests on nats-server $version ($suite)"
+done < <(scripts/fetch-nats-servers.sh)
 # The tiers that print their counts: process kills (`kills:`), the
 # fault-schedule simulation (`sim:`) and the exhaustive model (`model:`).
 build/tests/kvfold_crash_tests --gtest_brief=1

@@ -124,6 +124,30 @@ TEST_P(FoldContractTest, CursorNeverMovesBackward) {
 
 // Discarding an unfinished seed: every entry goes, in the same atomic
 // write as what replaces them, and the counters start over.
+// The cursor's anchor travels with the cursor: kept when written, replaced
+// at the same cursor, and forgotten (unknown) when a commit moves the
+// cursor without one.
+TEST_P(FoldContractTest, CursorTimeTravelsWithTheCursor) {
+  FoldCommit c;
+  c.cursor = 10;
+  c.cursor_time_ns = 1000;
+  ASSERT_TRUE(fold_->Commit(c).ok());
+  EXPECT_EQ(fold_->ReadMeta()->cursor_time_ns, 1000);
+  FoldCommit refresh;
+  refresh.cursor = 10;
+  refresh.cursor_time_ns = 2000;
+  ASSERT_TRUE(fold_->Commit(refresh).ok());
+  EXPECT_EQ(fold_->ReadMeta()->cursor_time_ns, 2000);
+  FoldCommit memo;
+  memo.last_repair = "x";  // no cursor: the anchor stays
+  ASSERT_TRUE(fold_->Commit(memo).ok());
+  EXPECT_EQ(fold_->ReadMeta()->cursor_time_ns, 2000);
+  FoldCommit moved;
+  moved.cursor = 11;
+  ASSERT_TRUE(fold_->Commit(moved).ok());
+  EXPECT_EQ(fold_->ReadMeta()->cursor_time_ns, 0);
+}
+
 TEST_P(FoldContractTest, ClearEntriesReplacesEverythingInOneCommit) {
   FoldCommit c1;
   c1.entries["a"] = Entry{1, false, "v"};

@@ -1,5 +1,7 @@
 #include "core/window.h"
 
+#include "core/marker_window.h"
+
 #include <gtest/gtest.h>
 
 namespace kvfold::core {
@@ -49,6 +51,41 @@ TEST(WindowTest, RecreatedWhenIdentityDiffers) {
 TEST(WindowTest, StateSyncNeedsNoWindow) {
   EXPECT_EQ(Check(Stream(50, 100), std::nullopt, ""), WindowFault::kNone);
   EXPECT_EQ(Check(Stream(50, 100), std::nullopt, "t1"), WindowFault::kNone);
+}
+
+// The marker window (per-message TTL, SPEC §4).
+TEST(MarkerWindowTest, AppliesOnlyWhereTheBucketWritesMarkers) {
+  StreamState s;
+  EXPECT_FALSE(MarkerWindowNs(s));
+  s.allow_msg_ttl = true;  // TTL without markers: nothing to miss in time
+  EXPECT_FALSE(MarkerWindowNs(s));
+  s.marker_ttl_ns = int64_t{60} * 1000000000;  // a tenth off
+  EXPECT_EQ(MarkerWindowNs(s), int64_t{54} * 1000000000);
+  s.marker_ttl_ns = 1000000000;  // at least 250 ms off
+  EXPECT_EQ(MarkerWindowNs(s), 750000000);
+}
+
+TEST(MarkerWindowTest, InsideOnlyWithAKnownAnchorAndClock) {
+  const int64_t w = 1000;
+  EXPECT_TRUE(InsideMarkerWindow(5000, 5999, w));
+  EXPECT_FALSE(InsideMarkerWindow(5000, 6000, w));
+  EXPECT_FALSE(InsideMarkerWindow(0, 10, w));     // anchor unknown
+  EXPECT_FALSE(InsideMarkerWindow(5000, 0, w));   // server clock unknown
+  EXPECT_TRUE(InsideMarkerWindow(5000, 4000, w));  // a clock step back proves it younger
+}
+
+TEST(MarkerWindowTest, ParsesJetStreamTimes) {
+  EXPECT_EQ(ParseApiTimeNs("1970-01-01T00:00:01Z"), 1000000000);
+  EXPECT_EQ(ParseApiTimeNs("2026-12-01T10:53:33.204078132Z"), int64_t{1796122413204078132});
+  EXPECT_EQ(ParseApiTimeNs("2026-12-01T10:53:33.5Z"), int64_t{1796122413500000000});
+  EXPECT_EQ(ParseApiTimeNs("0001-01-01T00:00:00Z"), 0);
+  EXPECT_FALSE(ParseApiTimeNs(""));
+  EXPECT_FALSE(ParseApiTimeNs("2026-12-01 10:53:33Z"));
+  EXPECT_FALSE(ParseApiTimeNs("2026-12-01T10:53:33.Z"));
+  EXPECT_FALSE(ParseApiTimeNs("2026-12-01T10:53:33.1234567890Z"));
+  EXPECT_FALSE(ParseApiTimeNs("2026-12-01T10:53:33+01:00"));
+  EXPECT_EQ(FormatTimeNs(int64_t{1796122413204078132}), "2026-12-01T10:53:33.204Z");
+  EXPECT_EQ(FormatTimeNs(0), "<unknown>");
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ struct ArtifactManifest {
   std::vector<std::string> scope;
   bool has_scope = false;
   uint64_t cursor = 0;
+  int64_t cursor_time_ns = 0;  // the cursor's anchor (FoldMeta::cursor_time_ns); 0 unknown
   bool eviction_observed = false;
   int64_t created_unix_ms = 0;
   std::string exporter_id;

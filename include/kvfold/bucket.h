@@ -39,6 +39,12 @@ struct StreamState {
   int64_t history = 1;     // max_msgs_per_subject
   bool discard_new = false;
   bool allow_msg_ttl = false;
+  // nats-server 2.11+: how long a limit marker (written when an expiry
+  // empties a key) is kept, in ns; 0 when the bucket writes none.
+  int64_t marker_ttl_ns = 0;
+  // The server's clock when it answered (nanoseconds since the Unix epoch;
+  // 0 when the server does not say, as before 2.10).
+  int64_t server_time_ns = 0;
 };
 
 // One message of the bucket as delivered.
@@ -51,6 +57,9 @@ struct BucketMessage {
   // nats-server 2.10+ updates it asynchronously and a clustered consumer
   // may lag, so nothing that decides the cursor may rest on it.
   uint64_t pending = 0;
+  // When the stream stored it, by the server's clock (nanoseconds since the
+  // Unix epoch; 0 when unknown).
+  int64_t time_ns = 0;
 };
 
 // Where an ordered delivery starts.

@@ -64,6 +64,12 @@ struct FoldMeta {
   // unknown (the default, so a Fold implementation that does not keep it
   // is never trusted; a format-1 fold opened read-only).
   uint64_t max_revision = UINT64_MAX;
+  // The cursor's anchor: a server time (ns since the Unix epoch) at or
+  // before which the stream had stored every message after the cursor
+  // never; 0 when unknown. On a bucket with limit markers (nats-server
+  // 2.11+) a cursor is resumable only while the server's clock is within
+  // the marker TTL of it (SPEC §4).
+  int64_t cursor_time_ns = 0;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };
@@ -77,6 +83,9 @@ struct FoldCommit {
   bool clear_entries = false;
   std::map<std::string, Entry> entries;
   std::optional<uint64_t> cursor;
+  // The anchor of `cursor` (FoldMeta::cursor_time_ns). A commit that moves
+  // the cursor without one leaves the time unknown (0).
+  std::optional<int64_t> cursor_time_ns;
   std::optional<std::string> bucket;
   std::optional<std::vector<std::string>> scope;
   std::optional<std::string> stream_created;
@@ -101,7 +110,8 @@ struct FoldCommit {
   bool rebase = false;
 
   bool empty() const {
-    return !clear_entries && entries.empty() && !cursor && !bucket && !scope && !stream_created &&
+    return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !bucket && !scope &&
+           !stream_created &&
            !seeding && !eviction_observed && !last_repair && !counts;
   }
 };

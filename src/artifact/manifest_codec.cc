@@ -67,6 +67,7 @@ ArtifactManifest FromProto(const pb::Manifest& m, const pb::ManifestEnvelope& en
   out.scope.assign(m.scope().begin(), m.scope().end());
   out.has_scope = m.has_scope();
   out.cursor = m.cursor();
+  out.cursor_time_ns = m.cursor_time_unix_ns();
   out.eviction_observed = m.eviction_observed();
   out.created_unix_ms = m.created_unix_ms();
   out.exporter_id = m.exporter_id();
@@ -90,6 +91,7 @@ pb::Manifest ToProto(const ArtifactManifest& m) {
   for (const auto& s : m.scope) out.add_scope(s);
   out.set_has_scope(m.has_scope);
   out.set_cursor(m.cursor);
+  out.set_cursor_time_unix_ns(m.cursor_time_ns);
   out.set_eviction_observed(m.eviction_observed);
   out.set_created_unix_ms(m.created_unix_ms);
   out.set_exporter_id(m.exporter_id);

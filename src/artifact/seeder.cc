@@ -124,6 +124,7 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   FoldCommit last;
   last.clear_entries = clear;  // an artifact without chunks
   last.cursor = m.cursor;
+  last.cursor_time_ns = m.cursor_time_ns;
   last.bucket = m.bucket;
   last.scope = m.scope;
   last.stream_created = m.stream_created;

@@ -12,6 +12,9 @@ constexpr const char* kKnown[] = {
     "window-skip-check",                // watcher: no window check at a session's start
     "window-ignore-identity",           // window: a recreated stream passes
     "window-ignore-first-seq",          // window: evicted history passes
+    "window-ignore-marker-window",      // watcher: a cursor older than the marker TTL resumes
+    "floor-ignore-marker-window",       // watcher: a stretch read after the marker TTL passes
+    "anchor-skip-refresh",              // watcher: an idle cursor's new anchor never reaches the fold
     "floor-skip-midwatch",              // watcher: the mid-watch floor check never trips
     "probe-ignore-in-flight",           // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",            // watcher: a failed commit loses its batch
@@ -22,6 +25,7 @@ constexpr const char* kKnown[] = {
     "restore-ignore-scope",             // restore: an artifact of a narrower scope is used
     "restore-ignore-ahead",             // restore: a stale artifact is used
     "restore-ignore-retention",         // restore: an artifact outside retention is used
+    "restore-ignore-marker-window",     // restore: an artifact older than the marker TTL is used
     "restore-artifact-always-wins",     // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",            // restore: a key the bucket lists live is deleted
     "repair-never-deletes",             // relist/restore: unlisted keys are kept

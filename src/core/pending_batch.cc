@@ -1,5 +1,7 @@
 #include "core/pending_batch.h"
 
+#include <algorithm>
+
 #include "core/mutation.h"
 
 namespace kvfold::core {
@@ -26,8 +28,13 @@ void PendingBatch::Put(const std::string& key, Entry entry) {
   pending_.entries.insert_or_assign(key, std::move(entry));
 }
 
-void PendingBatch::AdvanceTo(uint64_t seq) {
-  if (!cursor_ || seq > *cursor_) cursor_ = seq;
+void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
+  if (!cursor_ || seq > *cursor_) {
+    cursor_ = seq;
+    cursor_time_ns_ = anchor_ns;
+  } else if (seq == *cursor_) {
+    cursor_time_ns_ = std::max(cursor_time_ns_, anchor_ns);
+  }
 }
 
 void PendingBatch::TakeBack(FoldCommit older) {
@@ -41,7 +48,12 @@ void PendingBatch::TakeBack(FoldCommit older) {
   keep(pending_.seeding, older.seeding);
   keep(pending_.eviction_observed, older.eviction_observed);
   keep(pending_.last_repair, older.last_repair);
-  if (older.cursor && (!cursor_ || *older.cursor > *cursor_)) cursor_ = older.cursor;
+  if (older.cursor && (!cursor_ || *older.cursor > *cursor_)) {
+    cursor_ = older.cursor;
+    cursor_time_ns_ = older.cursor_time_ns.value_or(0);
+  } else if (older.cursor && *older.cursor == *cursor_) {
+    cursor_time_ns_ = std::max(cursor_time_ns_, older.cursor_time_ns.value_or(0));
+  }
 }
 
 bool PendingBatch::HasWork(std::optional<uint64_t> committed) const {

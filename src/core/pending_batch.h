@@ -34,8 +34,10 @@ class PendingBatch {
 
   void Put(const std::string& key, Entry entry);
 
-  // Moves the cursor to `seq` if that is forward.
-  void AdvanceTo(uint64_t seq);
+  // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
+  // anchor (FoldMeta::cursor_time_ns); at the same cursor, a later anchor
+  // replaces the one pending.
+  void AdvanceTo(uint64_t seq, int64_t anchor_ns = 0);
 
   // Metadata (bucket, scope, stream identity) to write with the next
   // commit. Set only metadata fields: entries and cursor belong to Put and
@@ -44,6 +46,7 @@ class PendingBatch {
 
   size_t changes() const { return pending_.entries.size(); }
   std::optional<uint64_t> cursor() const { return cursor_; }
+  int64_t cursor_time_ns() const { return cursor_time_ns_; }
 
   // True when a commit would change the fold given its `committed` cursor.
   bool HasWork(std::optional<uint64_t> committed) const;
@@ -52,6 +55,7 @@ class PendingBatch {
   FoldCommit ToCommit() const {
     FoldCommit commit = pending_;
     commit.cursor = cursor_;
+    if (cursor_) commit.cursor_time_ns = cursor_time_ns_;
     return commit;
   }
 
@@ -64,6 +68,7 @@ class PendingBatch {
   FoldCommit Release() {
     FoldCommit out = std::move(pending_);
     out.cursor = cursor_;
+    if (cursor_) out.cursor_time_ns = cursor_time_ns_;
     Clear();
     return out;
   }
@@ -76,6 +81,7 @@ class PendingBatch {
  private:
   FoldCommit pending_;  // entries and metadata, never a cursor
   std::optional<uint64_t> cursor_;
+  int64_t cursor_time_ns_ = 0;
 };
 
 }  // namespace kvfold::core

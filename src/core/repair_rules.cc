@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/marker_window.h"
 #include "core/mutation.h"
 
 namespace kvfold::core {
@@ -98,6 +99,16 @@ Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
         what + " is at cursor " + std::to_string(m.cursor) +
         ", outside retention: the bucket retains sequences from " + std::to_string(t.first_seq) +
         " (export more often than retention turns over)");
+  }
+  StreamState stream;
+  stream.marker_ttl_ns = t.marker_ttl_ns;
+  if (auto window = MarkerWindowNs(stream);
+      window && !InsideMarkerWindow(m.cursor_time_ns, t.server_time_ns, *window) &&
+      !KVFOLD_MUTANT("restore-ignore-marker-window")) {
+    return Status::FailedPrecondition(
+        DescribeMarkerWindowMiss(what + " at cursor " + std::to_string(m.cursor), t.bucket,
+                                 m.cursor_time_ns, t.server_time_ns, stream) +
+        " after it (export more often than the marker TTL, less a tenth)");
   }
   return Status::OK();
 }

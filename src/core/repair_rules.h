@@ -54,9 +54,15 @@ struct RestoreTarget {
   // a recreated stream.
   std::optional<uint64_t> fold_cursor;
   uint64_t first_seq = 0;  // fresh
+  // Fresh too: the marker TTL and the server's clock (StreamState), for
+  // the marker window on a bucket with limit markers.
+  int64_t marker_ttl_ns = 0;
+  int64_t server_time_ns = 0;
 };
 
-// OK when `manifest` may be restored onto `target`; otherwise
+// OK when `manifest` may be restored onto `target` (on a bucket with limit
+// markers, also: its cursor's anchor is inside the marker window);
+// otherwise
 // FailedPrecondition naming the condition that fails and the numbers.
 Status CheckRestore(const ArtifactManifest& manifest, const RestoreTarget& target);
 

@@ -6,12 +6,13 @@ namespace kvfold {
 
 Retention ClassifyRetention(const StreamState& s, bool eviction_observed) {
   Retention r;
-  r.evicts_current_values = s.max_age_ns > 0 || s.allow_msg_ttl ||
+  r.evicts_current_values = s.max_age_ns > 0 || s.allow_msg_ttl || s.marker_ttl_ns > 0 ||
                             (!s.discard_new && (s.max_msgs > 0 || s.max_bytes > 0));
   r.first_retained_revision = s.first_seq;
   // Per-message TTLs expire values out of order: first_seq says nothing
   // about what expired, so such a bucket is taken to have evicted already.
-  r.has_evicted = r.evicts_current_values && (s.first_seq > 1 || s.allow_msg_ttl);
+  r.has_evicted =
+      r.evicts_current_values && (s.first_seq > 1 || s.allow_msg_ttl || s.marker_ttl_ns > 0);
   r.listing_is_truth = (!eviction_observed && !r.has_evicted) ||
                        KVFOLD_MUTANT("retention-listing-always-truth");
   return r;
@@ -26,6 +27,7 @@ std::string DescribeRetention(const StreamState& s, const Retention& r) {
   if (s.max_bytes > 0) add("max_bytes " + std::to_string(s.max_bytes));
   if (s.max_age_ns > 0) add("max_age " + std::to_string(s.max_age_ns / 1000000) + " ms");
   if (s.allow_msg_ttl) add("per-message TTL");
+  if (s.marker_ttl_ns > 0) add("limit markers " + std::to_string(s.marker_ttl_ns / 1000000) + " ms");
   add(s.discard_new ? "discard new" : "discard old");
   std::string out = r.evicts_current_values ? "evicts current values" : "keeps current values";
   out += " (" + limits + "), first retained revision " + std::to_string(s.first_seq) +

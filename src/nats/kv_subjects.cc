@@ -106,6 +106,7 @@ std::optional<AckReply> ParseAckReply(std::string_view reply) {
       !num(tokens[base + 6], &out.pending)) {
     return std::nullopt;
   }
+  out.time_ns = ts > static_cast<uint64_t>(INT64_MAX) ? 0 : static_cast<int64_t>(ts);
   return out;
 }
 

@@ -37,6 +37,7 @@ std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view ma
 
 // What a JetStream delivery's ack reply subject says about the message.
 struct AckReply {
+  int64_t time_ns = 0;  // when the stream stored the message
   uint64_t stream_seq = 0;
   uint64_t consumer_seq = 0;
   uint64_t pending = 0;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/json_fields.h"
+#include "core/marker_window.h"
 #include "core/base64.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
@@ -54,12 +55,26 @@ class NatsBucket final : public BucketSource {
         !core::ReadJsonField(*cfg, "max_age", &out.max_age_ns) ||
         !core::ReadJsonField(*cfg, "max_msgs_per_subject", &out.history) ||
         !core::ReadJsonField(*cfg, "discard", &discard) ||
-        !core::ReadJsonField(*cfg, "allow_msg_ttl", &out.allow_msg_ttl)) {
+        !core::ReadJsonField(*cfg, "allow_msg_ttl", &out.allow_msg_ttl) ||
+        !core::ReadJsonField(*cfg, "subject_delete_marker_ttl", &out.marker_ttl_ns)) {
       return Status::Corruption(
           "stream info for " + stream_ +
           " lacks config, state or created, or has a field of the wrong type");
     }
     out.discard_new = discard == "new";
+    // The server's clock (2.10+), for the marker window.
+    std::string ts;
+    if (!core::ReadJsonField(j, "ts", &ts)) {
+      return Status::Corruption("stream info for " + stream_ + " has a ts that is not a string");
+    }
+    if (!ts.empty()) {
+      auto parsed = core::ParseApiTimeNs(ts);
+      if (!parsed) {
+        return Status::Corruption("stream info for " + stream_ + " has an unreadable ts \"" + ts +
+                                  "\"");
+      }
+      out.server_time_ns = *parsed;
+    }
     return out;
   }
 

@@ -264,6 +264,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     ev.message.key = std::string(*key);
     ev.message.seq = ack->stream_seq;
     ev.message.pending = ack->pending;
+    ev.message.time_ns = ack->time_ns;
     const auto op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
     if (!op) {
       return Status::Corruption("message " + std::to_string(ack->stream_seq) +

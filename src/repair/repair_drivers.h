@@ -54,6 +54,10 @@ struct RestoreResult {
   uint64_t listed = 0;
   int attempts = 0;
   bool stopped = false;
+  // The bucket's marker window as last read (core/marker_window.h), or 0:
+  // a restore waiting for a fresh enough artifact retries at least this
+  // often, or it could never catch one inside the window.
+  int64_t marker_window_ns = 0;
 };
 
 // Restores from the newest usable artifact of options.artifacts (SPEC §5),

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/marker_window.h"
 #include "core/mutation.h"
 #include "core/repair_rules.h"
 #include "kvfold/retention.h"
@@ -35,8 +36,10 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   auto check = [&](const char* when) -> StatusOr<StreamState> {
     auto state = env.source.ReadStream();
     if (!state.ok()) return state.status();
+    out->marker_window_ns = core::MarkerWindowNs(*state).value_or(0);
     core::RestoreTarget target{env.source.bucket(), state->created, req.scope,
-                               req.rebase ? std::nullopt : req.fold_cursor, state->first_seq};
+                               req.rebase ? std::nullopt : req.fold_cursor, state->first_seq,
+                               state->marker_ttl_ns, state->server_time_ns};
     Status s = core::CheckRestore(m, target);
     if (!s.ok()) return s.WithContext(when);
     return state;
@@ -216,6 +219,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
 
   FoldCommit final_meta;
   final_meta.cursor = m.cursor;
+  final_meta.cursor_time_ns = m.cursor_time_ns;
   final_meta.stream_created = after_listing->created;
   final_meta.rebase = req.rebase;
   if (evicted || req.rebase) final_meta.eviction_observed = evicted;
@@ -248,11 +252,19 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
     const int attempts = out->attempts + 1;
     *out = RestoreResult();
     out->attempts = attempts;
+
     bool retry = true;
     Status s = TryRestore(env, req, out, &retry);
     if (s.ok() || out->stopped) return Status::OK();
     if (!retry) return s;
     const std::string reason = s.ToString();
+    milliseconds longest = opt.reconnect_backoff_max;
+    if (out->marker_window_ns > 0) {
+      const auto quarter = std::chrono::duration_cast<milliseconds>(
+          std::chrono::nanoseconds(out->marker_window_ns / 4));
+      longest = std::clamp(quarter, milliseconds(10), longest);
+    }
+    backoff = std::min(backoff, longest);
     if (env.clock.Now() + backoff > deadline) {
       return Status::CursorExpired(
           "no usable artifact at " + opt.artifacts->location() + " within the repair timeout (" +
@@ -273,7 +285,7 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
       out->stopped = true;
       return Status::OK();
     }
-    backoff = std::min(backoff * 2, opt.reconnect_backoff_max);
+    backoff = std::min(backoff * 2, longest);
   }
 }
 

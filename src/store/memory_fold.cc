@@ -104,6 +104,11 @@ class MemoryFold final : public Fold {
         meta_.max_revision = std::max(meta_.max_revision, entry.revision);
       }
     }
+    if (commit.cursor_time_ns) {
+      meta_.cursor_time_ns = *commit.cursor_time_ns;
+    } else if (commit.cursor && commit.cursor != meta_.cursor) {
+      meta_.cursor_time_ns = 0;  // a new cursor, anchor unknown
+    }
     if (commit.cursor) meta_.cursor = commit.cursor;
     if (commit.bucket) meta_.bucket = *commit.bucket;
     if (commit.scope) meta_.scope = commit.scope;

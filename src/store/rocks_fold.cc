@@ -37,6 +37,7 @@ constexpr std::string_view kSeedingName = "seeding";
 constexpr std::string_view kEvictionName = "eviction_observed";
 constexpr std::string_view kLastRepairName = "last_repair";
 constexpr std::string_view kMaxRevisionName = "max_revision";
+constexpr std::string_view kCursorTimeName = "cursor_time_ns";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -207,6 +208,11 @@ class RocksFold final : public Fold {
     } else if (commit.cursor) {
       put_meta(kCursorName, store::EncodeU64(*commit.cursor));
     }
+    if (commit.cursor_time_ns) {
+      put_meta(kCursorTimeName, store::EncodeU64(static_cast<uint64_t>(*commit.cursor_time_ns)));
+    } else if (commit.cursor && commit.cursor != meta.cursor) {
+      batch.Delete(store::MetaStoreKey(kCursorTimeName));  // a new cursor, anchor unknown
+    }
     if (commit.bucket) put_meta(kBucketName, *commit.bucket);
     if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
     if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
@@ -339,6 +345,12 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     if (found) meta.last_repair = v;
     KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
     if (found && !format_v1_) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
+    KVFOLD_RETURN_IF_ERROR(read(kCursorTimeName, &found));
+    if (found) {
+      uint64_t t = 0;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
+      meta.cursor_time_ns = static_cast<int64_t>(t);
+    }
     return meta;
 }
 

@@ -11,11 +11,17 @@
 //    first_seq <= verified_ + 1 proves everything received before the read.
 //  - the cursor, committed with the data: min(received_, verified_), so a
 //    crash never leaves a cursor past an unproven stretch.
+// On a bucket with limit markers (nats-server 2.11+) each position also
+// has an anchor, a server time (core/marker_window.h): reading on past a
+// position is safe only within the marker window of its anchor, since an
+// interior TTL removal leaves no gap at the head and an expired marker
+// leaves no trace. A stretch read too late is a floor trip like any other.
 
 #include "kvfold/watcher.h"
 
 #include <algorithm>
 
+#include "core/marker_window.h"
 #include "core/mutation.h"
 #include "core/pending_batch.h"
 #include "core/repair_rules.h"
@@ -80,7 +86,48 @@ class WatchLoop {
     return std::max(verified_, relist_floor_);
   }
   void AdvanceCursor() {
-    if (received_) pending_.AdvanceTo(std::min(*received_, verified_));
+    if (!received_) return;
+    if (*received_ <= verified_) {
+      pending_.AdvanceTo(*received_, received_anchor_);
+    } else {
+      pending_.AdvanceTo(verified_, verified_anchor_);
+    }
+  }
+  // verified_ := received_ (everything received is proven), with its anchor.
+  void VerifyReceived() {
+    if (!received_ || *received_ < verified_) return;
+    verified_ = *received_;
+    verified_anchor_ = received_anchor_;
+  }
+  // Fresh stream state, and the server clock's offset from clock_: the
+  // server's time less the local time before the request, so ServerNow()
+  // errs late (a window closes early, never late).
+  StatusOr<StreamState> ReadState() {
+    const auto before = clock_.Now();
+    auto state = source_.ReadStream();
+    if (state.ok() && state->server_time_ns > 0) {
+      server_offset_ns_ = state->server_time_ns - LocalNs(before);
+      server_offset_known_ = true;
+    }
+    return state;
+  }
+  static int64_t LocalNs(Clock::TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  }
+  // The server's clock now, as the last ReadState measured it; 0 unknown.
+  int64_t ServerNow() { return server_offset_known_ ? LocalNs(clock_.Now()) + server_offset_ns_ : 0; }
+  // The marker window check of a stretch after received_ read at server
+  // time `now_ns`: on failure a floor trip, and the anchor stays lost until
+  // a repair re-anchors the fold.
+  bool MarkerStretchHolds(int64_t now_ns, const std::string& stretch);
+  // An anchor-only commit is due: the cursor stands still but its anchor
+  // moved a quarter window since the fold's, so that a restart after an
+  // idle spell still resumes.
+  bool AnchorRefreshDue() const {
+    if (!pending_.cursor() || pending_.cursor() != committed_) return false;
+    if (KVFOLD_MUTANT("anchor-skip-refresh")) return false;
+    const auto window = core::MarkerWindowNs(last_state_);
+    return window && pending_.cursor_time_ns() - committed_anchor_ >= *window / 4;
   }
   // Hands what is pending to the committer unless a retry is not due yet,
   // first collecting the batch in flight (once it is done, or whatever
@@ -98,7 +145,7 @@ class WatchLoop {
     if (committer_.in_flight() && committer_.batch().cursor) return committer_.batch().cursor;
     return committed_;
   }
-  bool PendingWork() const { return pending_.HasWork(Handed()); }
+  bool PendingWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
   const Entry* InFlight(const std::string& key) const {
     if (!committer_.in_flight()) return nullptr;
     auto it = committer_.batch().entries.find(key);
@@ -153,6 +200,17 @@ class WatchLoop {
   // The fold's max_revision as of the last Prepare or repair: the watcher's
   // own commits stay below what it receives next.
   uint64_t fold_max_revision_ = UINT64_MAX;
+  // The anchors (server times, ns) of received_ and of verified_: every
+  // message after the position was stored at or after it. 0: unknown.
+  int64_t received_anchor_ = 0;
+  int64_t verified_anchor_ = 0;
+  int64_t committed_anchor_ = 0;  // the fold's cursor_time_ns
+  // A stretch was read outside the marker window: no check passes until a
+  // repair re-anchors the fold.
+  bool anchor_lost_ = false;
+  int64_t server_offset_ns_ = 0;
+  bool server_offset_known_ = false;
+  bool warned_ttl_without_markers_ = false;
   AsyncCommitter committer_;
 };
 
@@ -187,6 +245,7 @@ Status WatchLoop::Prepare() {
   if (opt_.metrics && committed_) opt_.metrics->RecordCursor(*committed_);
   received_ = meta->cursor;
   verified_ = meta->cursor.value_or(0);
+  received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
   if (meta->bucket.empty()) pending_.meta().bucket = bucket;
@@ -242,6 +301,16 @@ Status WatchLoop::Run() {
 void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = state;
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
+  if (state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
+    warned_ttl_without_markers_ = true;
+    Log(LogLevel::kWarning,
+        "bucket " + source_.bucket() +
+            " allows per-message TTL but writes no limit markers (subject_delete_marker_ttl "
+            "unset): a key whose TTL expires vanishes from the stream without a trace, so this "
+            "fold keeps its last value, and a write that expired while this fold was behind is "
+            "never seen; enable limit markers on the bucket (LimitMarkerTTL) for kvfold to fold "
+            "expiries");
+  }
   if (eviction_observed_) return;
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);
   if (seen.has_evicted) {
@@ -266,6 +335,24 @@ void WatchLoop::CheckStart(const StreamState& state) {
       case core::WindowFault::kNone:
         break;
     }
+    // The marker window, by the server's own clock in this very reply. A
+    // stream that stored nothing after the position is current by itself.
+    if (frontier && received_ && state.last_seq <= *received_ && !anchor_lost_) {
+      received_anchor_ = std::max(received_anchor_, state.server_time_ns);
+      if (verified_ == *received_) verified_anchor_ = received_anchor_;
+    }
+    const auto window = core::MarkerWindowNs(state);
+    if (frontier && window && !KVFOLD_MUTANT("window-ignore-marker-window") &&
+        (anchor_lost_ || !core::InsideMarkerWindow(received_anchor_, state.server_time_ns,
+                                                   *window))) {
+      return NeedRepair(
+          core::RepairCause::kExpired,
+          anchor_lost_ ? "a stretch after sequence " + std::to_string(verified_) +
+                             " was read outside the marker window"
+                       : core::DescribeMarkerWindowMiss("cursor " + std::to_string(*received_),
+                                                        source_.bucket(), received_anchor_,
+                                                        state.server_time_ns, state));
+    }
   }
   if (received_ || sync_next_) return;
   if (unanchored_) {
@@ -282,7 +369,7 @@ void WatchLoop::CheckStart(const StreamState& state) {
 
 Status WatchLoop::Session(SessionEnd* end) {
   *end = SessionEnd::kBroken;
-  auto state = source_.ReadStream();
+  auto state = ReadState();
   if (!state.ok()) {
     if (state.status().IsUnavailable()) {
       Log(LogLevel::kWarning, "reading stream state: " + state.status().message());
@@ -299,7 +386,7 @@ Status WatchLoop::Session(SessionEnd* end) {
   }
   // The frontier is proven at the start of every session: everything
   // received before this read was scanned by an earlier delivery.
-  if (received_ && !sync_next_) verified_ = std::max(verified_, *received_);
+  if (received_ && !sync_next_) VerifyReceived();
   if (stream_created_.empty()) {
     stream_created_ = state->created;
     pending_.meta().stream_created = stream_created_;
@@ -335,7 +422,7 @@ Status WatchLoop::Session(SessionEnd* end) {
   // Again after the consumer exists: retention may have moved the head
   // between the first check and the consumer's creation, and the server
   // would clamp the start without a word.
-  auto after = source_.ReadStream();
+  auto after = ReadState();
   if (!after.ok()) {
     if (after.status().IsUnavailable()) return Status::OK();
     return after.status();
@@ -353,6 +440,10 @@ Status WatchLoop::Session(SessionEnd* end) {
     if (after->first_seq > 0) verified_ = std::max(verified_, after->first_seq - 1);
     if (sync_next_) received_.reset();
     sync_next_ = false;
+    // Every key the fold takes from here is read after this reply, so any
+    // marker that concerns it is written after it too.
+    received_anchor_ = verified_anchor_ = after->server_time_ns;
+    anchor_lost_ = false;
   }
   last_floor_check_ = clock_.Now();
   // Where the delivery reads the stream in sequence order: from its start,
@@ -448,6 +539,13 @@ Status WatchLoop::Session(SessionEnd* end) {
           }
           KVFOLD_RETURN_IF_ERROR(p);
           probe_every = core::NextFloorProbe(last_state_, verified_, write_rate_, opt_.idle_probe);
+          // Within a quarter of the marker window the probe re-anchors an
+          // idle watch, so the next message after a quiet spell passes.
+          if (const auto window = core::MarkerWindowNs(last_state_)) {
+            probe_every = std::clamp(std::chrono::duration_cast<milliseconds>(
+                                         std::chrono::nanoseconds(*window / 4)),
+                                     milliseconds(10), probe_every);
+          }
         }
         break;
       case DeliveryEvent::Kind::kReset:
@@ -526,10 +624,17 @@ Status WatchLoop::Apply(const BucketMessage& m) {
     }
   }
   // Consecutive sequences leave no stretch to prove; a jump does, and the
-  // frontier waits for the next floor check.
+  // frontier waits for the next floor check. On a bucket with limit
+  // markers the jumped stretch was read now: within the window or a trip.
   const uint64_t before = received_.value_or(0);
+  if (received_ && m.seq > before + 1 && core::MarkerWindowNs(last_state_)) {
+    MarkerStretchHolds(ServerNow(), "the stretch from sequence " + std::to_string(before + 1) +
+                                        " to " + std::to_string(m.seq));
+  }
+  received_anchor_ = std::max(received_anchor_, m.time_ns);
   if (m.seq == before + 1 && verified_ >= before) {
     verified_ = std::max(verified_, m.seq);
+    verified_anchor_ = received_anchor_;
   }
   received_ = m.seq;
   head_hint_ = std::max(head_hint_, m.seq + m.pending);
@@ -540,7 +645,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
 
 StatusOr<StreamState> WatchLoop::CheckFloor() {
   const uint64_t received = received_.value_or(0);
-  auto state = source_.ReadStream();
+  auto state = ReadState();
   if (!state.ok()) return state.status();
   last_floor_check_ = clock_.Now();
   NoteRetention(*state);
@@ -570,9 +675,28 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
     case core::WindowFault::kNone:
       break;
   }
-  verified_ = std::max(verified_, received);
+  // A repair already due (a stretch read outside the marker window) keeps
+  // the frontier where it is.
+  if (repair_cause_) return state;
+  if (received_ && *received_ == received) VerifyReceived();
   AdvanceCursor();
   return state;
+}
+
+bool WatchLoop::MarkerStretchHolds(int64_t now_ns, const std::string& stretch) {
+  const auto window = core::MarkerWindowNs(last_state_);
+  if (!window || KVFOLD_MUTANT("floor-ignore-marker-window")) return true;
+  if (!anchor_lost_ && core::InsideMarkerWindow(received_anchor_, now_ns, *window)) return true;
+  const bool first = !anchor_lost_;
+  anchor_lost_ = true;
+  if (repair_cause_) return false;
+  if (opt_.metrics && first) opt_.metrics->RecordFloorTrip();
+  NeedRepair(core::RepairCause::kFloorTrip,
+             stretch + " was read outside the marker window: " +
+                 core::DescribeMarkerWindowMiss("sequence " + std::to_string(received_.value_or(0)),
+                                                source_.bucket(), received_anchor_, now_ns,
+                                                last_state_));
+  return false;
 }
 
 // Proves that everything in scope up to the stream's last sequence has
@@ -595,10 +719,24 @@ Status WatchLoop::Probe() {
       probe_soon_ = true;  // something in scope is still on its way
       return TryCommit(/*force=*/false);
     }
+    // The store was searched just now: on a bucket with limit markers the
+    // stretch passes only if that was within the window.
+    if (!MarkerStretchHolds(ServerNow(), "the stretch from sequence " +
+                                             std::to_string(received + 1) + " to " +
+                                             std::to_string(last))) {
+      return Status::OK();
+    }
     received_ = last;
+    // Everything after `last` was stored after the first read.
+    received_anchor_ = std::max(received_anchor_, first->server_time_ns);
     auto second = CheckFloor();
     if (!second.ok()) return second.status();
     if (repair_cause_) return Status::OK();
+  } else if (received_ && last <= *received_ && !anchor_lost_) {
+    // Nothing at all after received_ as of the first read.
+    received_anchor_ = std::max(received_anchor_, first->server_time_ns);
+    if (verified_ == *received_) verified_anchor_ = received_anchor_;
+    AdvanceCursor();
   }
   return TryCommit(/*force=*/true);
 }
@@ -613,7 +751,7 @@ Status WatchLoop::Repair() {
   repair_stopped_ = false;
   if (!KVFOLD_MUTANT("repair-skip-flush")) KVFOLD_RETURN_IF_ERROR(Flush());
   repair_cause_.reset();
-  auto state = source_.ReadStream();
+  auto state = ReadState();
   if (!state.ok()) {
     repair_cause_ = cause;  // retried after the backoff
     return state.status();
@@ -718,6 +856,8 @@ Status WatchLoop::Repair() {
         relist_floor_ = 0;
         head_hint_ = 0;
         if (opt_.metrics) opt_.metrics->RecordCursor(0);
+        received_anchor_ = verified_anchor_ = committed_anchor_ = 0;
+        anchor_lost_ = false;
         pending_ = core::PendingBatch();
         pending_.AdvanceTo(0);
         if (opt_.until_caught_up) target_ = state->last_seq;  // the new stream's
@@ -761,8 +901,10 @@ Status WatchLoop::Repair() {
       if (!meta.ok()) return meta.status();
       stream_created_ = meta->stream_created;
       eviction_observed_ = meta->eviction_observed;
+      received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
+      anchor_lost_ = false;
       pending_ = core::PendingBatch();
-      pending_.AdvanceTo(r.cursor);
+      pending_.AdvanceTo(r.cursor, received_anchor_);
       unanchored_ = false;
       sync_next_ = false;
       if (rebase) {
@@ -841,6 +983,7 @@ Status WatchLoop::Collect() {
     failures_ = 0;
     // A commit of metadata alone (the memo, say) leaves the cursor as it was.
     if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
+    if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;
     if (opt_.metrics && committed_) {
       opt_.metrics->RecordCursor(*committed_);
       if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);

@@ -97,7 +97,7 @@ void KvClient::DeleteBucket(const std::string& bucket) {
 }
 
 uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
-                         const std::string& value, const char* op) {
+                         const std::string& value, const char* op, const std::string& ttl) {
   const std::string subject = "$KV." + bucket + "." + key;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (true) {
@@ -107,6 +107,7 @@ uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
       natsMsgHeader_Set(msg, "KV-Operation", op);
       if (std::string(op) == "PURGE") natsMsgHeader_Set(msg, "Nats-Rollup", "sub");
     }
+    if (!ttl.empty()) natsMsgHeader_Set(msg, "Nats-TTL", ttl.c_str());
     natsMsg* reply = nullptr;
     natsStatus s = natsConnection_RequestMsg(&reply, nc_, msg, 5000);
     natsMsg_Destroy(msg);
@@ -131,6 +132,14 @@ uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
 
 uint64_t KvClient::Put(const std::string& bucket, const std::string& key, const std::string& value) {
   return Write(bucket, key, value, nullptr);
+}
+uint64_t KvClient::PutWithTtl(const std::string& bucket, const std::string& key,
+                              const std::string& value, const std::string& ttl) {
+  return Write(bucket, key, value, nullptr, ttl);
+}
+bool KvClient::HasLimitMarkers(const std::string& bucket) {
+  const json cfg = StreamInfo(bucket)["config"];
+  return cfg.value("allow_msg_ttl", false) && cfg.value("subject_delete_marker_ttl", int64_t{0}) > 0;
 }
 uint64_t KvClient::Delete(const std::string& bucket, const std::string& key) {
   return Write(bucket, key, "", "DEL");

@@ -37,6 +37,17 @@ class KvClient {
   uint64_t Put(const std::string& bucket, const std::string& key, const std::string& value);
   uint64_t Delete(const std::string& bucket, const std::string& key);
   uint64_t Purge(const std::string& bucket, const std::string& key);
+  // A put with a per-message TTL (`Nats-TTL`, e.g. "2s"; nats-server
+  // 2.11+ on a bucket that allows it).
+  uint64_t PutWithTtl(const std::string& bucket, const std::string& key, const std::string& value,
+                      const std::string& ttl);
+  // The key expired (its limit marker says so): the truth loses it.
+  void RecordExpired(const std::string& bucket, const std::string& key) {
+    truth_[bucket].erase(key);
+  }
+  // Whether the server took the per-message TTL and limit-marker config
+  // of `bucket` (read from the config it echoes; older servers drop it).
+  bool HasLimitMarkers(const std::string& bucket);
   // Publishes without waiting for the ack (bursts); the caller waits with
   // WaitForLastSeq. Sequences follow publish order on one connection.
   void PutNoAck(const std::string& bucket, const std::string& key, const std::string& value);
@@ -71,7 +82,7 @@ class KvClient {
 
  private:
   uint64_t Write(const std::string& bucket, const std::string& key, const std::string& value,
-                 const char* op);
+                 const char* op, const std::string& ttl = "");
 
   natsConnection* nc_ = nullptr;
   std::map<std::string, std::map<std::string, Entry>> truth_;

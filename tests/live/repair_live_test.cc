@@ -431,5 +431,78 @@ TEST_F(RepairLiveTest, RecreatedBucketIsRebuiltUnderAuto) {
   EXPECT_EQ(n->fold->ReadMeta()->cursor, kv_.LastSeq("re"));
 }
 
+
+// Per-message TTL and limit markers (nats-server 2.11+; skipped where the
+// server drops the config): the scenario. B stops; while it is
+// down keys created with a TTL expire, their markers are written and
+// expire in turn, leaving nothing in the stream. B must not resume: with
+// no artifact it refuses and leaves its fold as it was; with a fresh
+// artifact from A, which stayed up, it restores and equals the truth.
+TEST_F(RepairLiveTest, ExpiredKeysWhoseMarkersExpiredWhileDownAreNotKept) {
+  kv_.CreateBucket("ttl", {{"max_msgs_per_subject", 1},
+                           {"discard", "old"},
+                           {"allow_msg_ttl", true},
+                           {"subject_delete_marker_ttl", int64_t{2} * 1000 * 1000 * 1000}});
+  if (!kv_.HasLimitMarkers("ttl")) GTEST_SKIP() << "this server has no per-message TTL";
+  OpenArtifacts();
+  std::vector<std::string> ttl_keys;
+  for (int i = 0; i < 50; ++i) kv_.Put("ttl", "p" + std::to_string(i), "v");
+  for (int i = 0; i < 10; ++i) {
+    ttl_keys.push_back("early" + std::to_string(i));
+    kv_.PutWithTtl("ttl", ttl_keys.back(), "v", "3s");
+  }
+  auto a = NewNode("a");
+  auto b = NewNode("b");
+  // A first start on a TTL bucket needs an artifact or repair none.
+  WatchOptions first = Options(*b);
+  first.repair = ExpiryRepair::kNone;
+  ASSERT_TRUE(CatchUp("ttl", *b, first).ok());
+  // A keeps up, live, from here on.
+  std::stop_source stop_a;
+  Status a_status;
+  WatchOptions ao = Options(*a);
+  ao.repair = ExpiryRepair::kNone;
+  ao.stop = stop_a.get_token();
+  auto a_source = Source("ttl");
+  std::thread a_thread([&] { a_status = Watch(*a_source, *a->fold, ao); });
+
+  for (int i = 0; i < 10; ++i) {
+    ttl_keys.push_back("late" + std::to_string(i));
+    kv_.PutWithTtl("ttl", ttl_keys.back(), "v", "1s");
+  }
+  for (int i = 0; i < 20; ++i) kv_.Put("ttl", "q" + std::to_string(i), "v");
+  // Every TTL expires (by 3 s) and every marker too (2 s after that).
+  std::this_thread::sleep_for(std::chrono::milliseconds(6500));
+  for (const auto& k : ttl_keys) kv_.RecordExpired("ttl", k);
+  const auto truth = kv_.Truth("ttl");
+  for (const auto& k : ttl_keys) ASSERT_FALSE(kv_.StoredLast("ttl", k)) << k << " still stored";
+
+  const auto before = LiveEntries(*b->fold);
+  const auto cursor_before = b->fold->ReadMeta()->cursor;
+  Status refused = CatchUp("ttl", *b);
+  ASSERT_TRUE(refused.IsCursorExpired()) << refused.ToString();
+  EXPECT_NE(refused.message().find("limit markers"), std::string::npos) << refused.message();
+  EXPECT_EQ(LiveEntries(*b->fold), before);
+  EXPECT_EQ(b->fold->ReadMeta()->cursor, cursor_before);
+
+  // A, live, folded every marker while it was in the stream.
+  const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (LiveEntries(*a->fold) != truth && std::chrono::steady_clock::now() < wait_until) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_EQ(LiveEntries(*a->fold), truth);
+  Export(*a);
+  WatchOptions o = Options(*b);
+  o.artifacts = source_.get();
+  Status s = CatchUp("ttl", *b, o);
+  stop_a.request_stop();
+  a_thread.join();
+  ASSERT_TRUE(a_status.ok()) << a_status.ToString();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*b->fold), truth);
+  EXPECT_GT(b->by_origin[ChangeOrigin::kRestore], 0);
+  ExpectHookEqualsFold(*b);
+}
+
 }  // namespace
 }  // namespace kvfold::live

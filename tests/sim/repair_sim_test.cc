@@ -803,5 +803,172 @@ TEST(RepairSimTest, RepairFlushesARequeuedBatchFirst) {
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
+
+// ---------------------------------------------------------------------------
+// Per-message TTL and limit markers (SPEC §4, nats-server 2.11+). An expiry
+// that empties a key writes a marker, and the marker expires in turn with
+// no trace; interior removals leave first_seq where it was. A position is
+// resumable only within the marker window of its anchor.
+
+// The bucket and the watch share one clock, so the server's time passes as
+// the watcher's does.
+struct TtlBucket {
+  InstantSleepClock clock;
+  SimBucket b;
+  explicit TtlBucket(std::chrono::milliseconds marker_ttl) {
+    b.SetHistoryOne(true);
+    b.SetMessageTtl(marker_ttl);
+    b.set_time_clock(&clock);
+  }
+  WatchOptions Options(ExpiryRepair repair = ExpiryRepair::kAuto) {
+    WatchOptions o = Fast();
+    o.clock = &clock;
+    o.repair = repair;
+    return o;
+  }
+  // A node that mirrored the bucket from empty (repair none: on a TTL
+  // bucket a first start needs an artifact otherwise).
+  void Start(Node& n) {
+    Status s = RunNode(b, n, Options(ExpiryRepair::kNone));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+};
+
+// The scenario: B stops; while it is down keys created with a TTL
+// expire, their markers are written and expire too. Nothing in the stream
+// says those keys are gone, so B must not resume: with no artifact it
+// refuses (fold untouched); with a fresh artifact from a mirror that stayed
+// up it restores and equals the truth. Mutant window-ignore-marker-window
+// resumes and keeps the expired keys.
+TEST(RepairSimTest, CursorOlderThanTheMarkerTtlIsNotResumed) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 20; ++i) t.b.Put("p." + std::to_string(i), "v");
+  for (int i = 0; i < 5; ++i) {
+    t.b.PutWithTtl("ttl." + std::to_string(i), "v", std::chrono::seconds(4));
+  }
+  Node a, b;
+  t.Start(a);
+  t.Start(b);
+  for (int i = 0; i < 5; ++i) {
+    t.b.PutWithTtl("late." + std::to_string(i), "v", std::chrono::seconds(1));
+  }
+  for (int i = 0; i < 10; ++i) t.b.Put("q." + std::to_string(i), "v");
+  // A stays up: it folds every marker while it is still in the stream.
+  for (int step = 0; step < 20; ++step) {
+    t.b.AdvanceTime(std::chrono::milliseconds(500));
+    Status s = RunNode(t.b, a, t.Options());
+    ASSERT_TRUE(s.ok()) << "step " << step << ": " << s.ToString();
+  }
+  ExpectConverged(t.b, a);
+  ASSERT_EQ(LiveEntries(*a.fold).count("ttl.0"), 0u);
+  ASSERT_EQ(LiveEntries(*a.fold).count("late.0"), 0u);
+
+  const FoldMeta before = *b.fold->ReadMeta();
+  const auto entries_before = LiveEntries(*b.fold);
+  Status refused = RunNode(t.b, b, t.Options());
+  ASSERT_TRUE(refused.IsCursorExpired()) << refused.ToString();
+  EXPECT_NE(refused.message().find("limit markers"), std::string::npos) << refused.message();
+  EXPECT_EQ(LiveEntries(*b.fold), entries_before);
+  EXPECT_EQ(b.fold->ReadMeta()->cursor, before.cursor);
+
+  Artifacts arts;
+  arts.Export(*a.fold);
+  WatchOptions o = t.Options();
+  o.artifacts = arts.source();
+  Status s = RunNode(t.b, b, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(t.b, b);
+  EXPECT_EQ(LiveEntries(*b.fold), LiveEntries(*a.fold));
+}
+
+// An idle mirror stays resumable: its probe re-anchors the cursor and the
+// anchor reaches the fold, so a restart after a quiet spell longer than
+// the marker TTL resumes without a repair.
+TEST(RepairSimTest, IdleMirrorStaysInsideTheMarkerWindow) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.Put("p." + std::to_string(i), "v");
+  Node n;
+  t.Start(n);
+  WatchOptions o = t.Options();
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  // Quiet for 10 s by the server's clock, 100 ms per stream read.
+  int reads = 0;
+  t.b.on_read_stream = [&] {
+    if (++reads >= 100) stop.request_stop();
+    t.b.AdvanceTime(std::chrono::milliseconds(100));
+  };
+  Status s = RunNode(t.b, n, o);
+  t.b.on_read_stream = nullptr;
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(reads, 100);
+  const int64_t anchor = n.fold->ReadMeta()->cursor_time_ns;
+  EXPECT_GT(anchor, t.b.NowNs() - int64_t{1000000000});
+  // Something new arrives before the restart, so the stream alone cannot
+  // show the cursor current: the anchor the fold kept must.
+  t.b.Put("p.new", "v");
+  Status again = RunNode(t.b, n, t.Options());
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRestore], 0);
+  ExpectConverged(t.b, n);
+}
+
+// A live mirror stalled (here: its apply hook) longer than the marker TTL
+// while keys expired and their markers came and went behind it: the
+// stretch it then reads is outside the window, a floor trip. With no
+// artifact the repair is refused; it never ends "caught up" with the
+// expired keys live. Mutant floor-ignore-marker-window does.
+TEST(RepairSimTest, StretchReadAfterTheMarkerTtlTripsTheFloorGuard) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.PutWithTtl("ttl." + std::to_string(i), "v", std::chrono::seconds(3));
+  Node n;
+  t.Start(n);
+  for (int i = 0; i < 50; ++i) t.b.Put("p." + std::to_string(i), "v");
+  bool stalled = false;
+  auto stall = [&](const Change& c) {
+    if (!stalled && c.key == "p.10") {
+      stalled = true;
+      t.b.AdvanceTime(std::chrono::seconds(10));  // markers written at 3 s, gone at 5 s
+      t.b.Put("z", "after");
+    }
+    return Status::OK();
+  };
+  WatchOptions o = t.Options();
+  o.batch_size = 1;
+  Status s = RunNode(t.b, n, o, nullptr, stall);
+  ASSERT_TRUE(stalled);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_TRUE(Logged(n, "outside the marker window")) << "no trip logged";
+  EXPECT_GE(n.metrics.Snapshot().floor_guard_trips, 1u);
+  // Whatever was committed stops before the stretch that was read late.
+  EXPECT_LT(*n.fold->ReadMeta()->cursor, t.b.last_seq());
+}
+
+// An artifact is restorable only within the marker window of its anchor:
+// one exported before the markers it would need came and went is refused
+// (and the fold stays as it was). Mutant restore-ignore-marker-window
+// restores it and keeps an expired key.
+TEST(RepairSimTest, ArtifactOlderThanTheMarkerTtlIsNotRestored) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.Put("p." + std::to_string(i), "v");
+  Node a, b;
+  t.Start(a);
+  t.Start(b);
+  t.b.Put("p.9", "v");
+  ASSERT_TRUE(RunNode(t.b, a, t.Options()).ok());
+  Artifacts arts;
+  arts.Export(*a.fold);  // cursor past b's, anchored now
+  t.b.PutWithTtl("ttl", "v", std::chrono::seconds(1));
+  t.b.AdvanceTime(std::chrono::seconds(10));  // its marker came and went
+  WatchOptions o = t.Options();
+  o.artifacts = arts.source();
+  const auto entries_before = LiveEntries(*b.fold);
+  Status s = RunNode(t.b, b, o);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("marker"), std::string::npos) << s.message();
+  EXPECT_EQ(LiveEntries(*b.fold), entries_before);
+}
+
 }  // namespace
 }  // namespace kvfold

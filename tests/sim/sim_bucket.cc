@@ -130,10 +130,77 @@ uint64_t SimBucket::Append(const std::string& key, Op op, const std::string& val
       if (r.message.key == key) r.retained = false;
     }
   }
+  m.time_ns = NowNs();
   log_.push_back(Record{m, true, now_s_});
   writes_.push_back(m);
   EnforceLimits();
   return m.seq;
+}
+
+namespace {
+constexpr int64_t kEpochNs = int64_t{1767225600} * 1000000000;  // 2026-01-01
+}  // namespace
+
+int64_t SimBucket::NowNs() const {
+  if (time_clock_ != nullptr) {
+    return kEpochNs + std::chrono::duration_cast<std::chrono::nanoseconds>(time_clock_->Now() -
+                                                                        time_clock_start_)
+                          .count();
+  }
+  return kEpochNs + now_s_ * 1000000000 + now_extra_ns_;
+}
+
+void SimBucket::set_time_clock(Clock* clock) {
+  // Time goes on from where it stands.
+  const int64_t now = NowNs();
+  time_clock_ = clock;
+  if (clock != nullptr) {
+    time_clock_start_ = clock->Now() - std::chrono::nanoseconds(now - kEpochNs);
+  }
+}
+
+void SimBucket::SetMessageTtl(std::chrono::milliseconds marker_ttl) {
+  allow_msg_ttl_ = true;
+  marker_ttl_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(marker_ttl).count();
+}
+
+uint64_t SimBucket::PutWithTtl(const std::string& key, const std::string& value,
+                               std::chrono::milliseconds ttl) {
+  const uint64_t seq = Append(key, Op::kPut, value);
+  log_[seq - 1].expires_ns =
+      log_[seq - 1].message.time_ns +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count();
+  return seq;
+}
+
+void SimBucket::ExpireTtls() {
+  const int64_t now = NowNs();
+  std::vector<std::pair<int64_t, std::string>> emptied;  // (when, key)
+  for (size_t i = 0; i < log_.size(); ++i) {
+    Record& r = log_[i];
+    if (!r.retained || r.expires_ns == 0 || r.expires_ns > now) continue;
+    r.retained = false;
+    if (r.marker || marker_ttl_ns_ <= 0) continue;  // an expired marker leaves nothing
+    bool later = false;
+    for (size_t j = i + 1; j < log_.size() && !later; ++j) {
+      later = log_[j].retained && log_[j].message.key == r.message.key;
+    }
+    if (!later) emptied.emplace_back(r.expires_ns, r.message.key);
+  }
+  std::sort(emptied.begin(), emptied.end());
+  for (const auto& [when, key] : emptied) {
+    BucketMessage m;
+    m.key = key;
+    m.op = Op::kDelete;
+    m.seq = next_seq_++;
+    m.time_ns = when;
+    Record r{m, true, now_s_};
+    r.marker = true;
+    r.expires_ns = when + marker_ttl_ns_;
+    r.retained = r.expires_ns > now;
+    log_.push_back(r);
+    writes_.push_back(m);  // a delete the server declares: the truth loses the key
+  }
 }
 
 void SimBucket::EnforceLimits() {
@@ -166,8 +233,16 @@ void SimBucket::SetMaxBytes(int64_t max_bytes) { max_bytes_ = max_bytes; }
 void SimBucket::SetMaxAge(std::chrono::seconds max_age) { max_age_s_ = max_age.count(); }
 
 void SimBucket::AdvanceTime(std::chrono::seconds by) {
-  now_s_ += by.count();
+  AdvanceTime(std::chrono::milliseconds(by));
+}
+
+void SimBucket::AdvanceTime(std::chrono::milliseconds by) {
+  now_extra_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(by).count();
+  now_s_ += now_extra_ns_ / 1000000000;
+  now_extra_ns_ %= 1000000000;
+  if (time_clock_ != nullptr) time_clock_->SleepFor(by, std::stop_token());
   EnforceLimits();
+  ExpireTtls();
 }
 
 uint64_t SimBucket::LimitMarker(const std::string& key) {
@@ -226,6 +301,7 @@ std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t throu
 
 StatusOr<StreamState> SimBucket::ReadStream() {
   if (on_read_stream) on_read_stream();
+  ExpireTtls();
   if (unavailable_calls_ > 0) {
     --unavailable_calls_;
     return Status::Unavailable("simulated outage");
@@ -247,6 +323,9 @@ StatusOr<StreamState> SimBucket::ReadStream() {
   s.max_bytes = max_bytes_;
   s.max_age_ns = max_age_s_ * 1000 * 1000 * 1000;
   s.history = history_one_ ? 1 : 64;
+  s.allow_msg_ttl = allow_msg_ttl_;
+  s.marker_ttl_ns = marker_ttl_ns_;
+  s.server_time_ns = NowNs();
   return s;
 }
 

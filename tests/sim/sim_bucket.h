@@ -31,6 +31,23 @@ class SimBucket final : public BucketSource {
   // the key's value aged out. Delivered as a delete.
   uint64_t LimitMarker(const std::string& key);
 
+  // nats-server 2.11+ per-message TTL. With a marker TTL > 0 the bucket
+  // allows TTLs and writes limit markers: an expiry that empties a key
+  // appends a marker (delivered as a delete; the truth loses the key),
+  // stored when the expiry happened and itself removed `marker_ttl` later,
+  // leaving nothing. 0: TTLs allowed, no markers (keys vanish silently).
+  void SetMessageTtl(std::chrono::milliseconds marker_ttl);
+  // A put removed from the stream `ttl` after it was stored.
+  uint64_t PutWithTtl(const std::string& key, const std::string& value,
+                      std::chrono::milliseconds ttl);
+  // The bucket's clock (ReadStream's server time, message times, TTLs)
+  // follows `clock` from now on, and AdvanceTime sleeps it: a watcher on
+  // the same clock sees time pass as the server does. Null: only
+  // AdvanceTime moves it.
+  void set_time_clock(Clock* clock);
+  // Server time now, ns since the Unix epoch.
+  int64_t NowNs() const;
+
   // Retention removes every message with sequence <= seq.
   void EvictThrough(uint64_t seq);
   // Retention config as ReadStream reports it. With `max_msgs` > 0 (and
@@ -43,6 +60,7 @@ class SimBucket final : public BucketSource {
   void SetMaxBytes(int64_t max_bytes);
   void SetMaxAge(std::chrono::seconds max_age);
   void AdvanceTime(std::chrono::seconds by);
+  void AdvanceTime(std::chrono::milliseconds by);
   // History 1: a write removes the key's older messages (supersession, not
   // eviction: current values stay).
   void SetHistoryOne(bool on) { history_one_ = on; }
@@ -119,6 +137,8 @@ class SimBucket final : public BucketSource {
     BucketMessage message;
     bool retained = true;
     int64_t stored_at = 0;  // seconds on the bucket's clock
+    int64_t expires_ns = 0;  // per-message TTL: removed at this time; 0 never
+    bool marker = false;     // a limit marker
   };
   const std::vector<Record>& log() const { return log_; }
   bool server_filters() const { return server_filters_; }
@@ -128,6 +148,9 @@ class SimBucket final : public BucketSource {
   uint64_t Append(const std::string& key, Op op, const std::string& value);
   // Evicts from the head until the count, size and age limits hold.
   void EnforceLimits();
+  // Removes messages whose TTL passed, writing limit markers where that
+  // empties a key.
+  void ExpireTtls();
 
   std::string name_;
   std::string created_;
@@ -143,6 +166,11 @@ class SimBucket final : public BucketSource {
   int64_t max_bytes_ = -1;
   int64_t max_age_s_ = 0;
   int64_t now_s_ = 0;
+  int64_t now_extra_ns_ = 0;  // sub-second AdvanceTime
+  bool allow_msg_ttl_ = false;
+  int64_t marker_ttl_ns_ = 0;
+  Clock* time_clock_ = nullptr;
+  Clock::TimePoint time_clock_start_;
   int lag_pending_ = 0;
   int reset_after_ = -1;
   Clock* idle_clock_ = nullptr;
