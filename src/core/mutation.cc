@@ -31,6 +31,9 @@ constexpr const char* kKnown[] = {
     "repair-never-deletes",             // relist/restore: unlisted keys are kept
     "relist-skip-recheck",              // relist: retention is not read again after the listing
     "repair-skip-last-check",           // relist/restore: a key the listing raced is deleted
+    "repair-delete-at-listing-revision",  // relist/restore: a raced delete's tombstone predates it
+    "restore-ignore-artifact-scope",    // restore: a wider artifact's keys outside the scope land
+    "commit-failures-never-reset",      // watcher: separated commit failures count as consecutive
     "restore-skip-recheck-after-last",  // restore: a key evicted while checked is deleted
     "watch-trust-unanchored",           // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk",       // restore: the cursor moves before the final commit
@@ -50,6 +53,8 @@ constexpr const char* kKnown[] = {
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
     "delivery-ignore-rollup-skip",    // watcher: a purge the server jumped to is folded
+    // (tests/live/watch_live_test.cc, a limit marker published by hand):
+    "last-of-key-ignore-marker",  // nats bucket: a key's last message that is a marker reads as a put
     // Caught by the power-cut simulation (tests/sim/power_cut_test.cc):
     "dir-skip-file-fsync",  // directory transport: renames an object before its data is synced
     "dir-skip-dir-fsync",   // directory transport: a rename is not made durable

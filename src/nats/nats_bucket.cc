@@ -5,6 +5,7 @@
 
 #include "core/json_fields.h"
 #include "core/marker_window.h"
+#include "core/mutation.h"
 #include "core/base64.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
@@ -140,7 +141,7 @@ class NatsBucket final : public BucketSource {
         return raw->substr(start, end == std::string::npos ? std::string::npos : end - start);
       };
       kv_op = header("KV-Operation");
-      marker = header("Nats-Marker-Reason");
+      if (!KVFOLD_MUTANT("last-of-key-ignore-marker")) marker = header("Nats-Marker-Reason");
     }
     auto op = nats::OpOfHeaders(kv_op, marker);
     if (!op) return Status::Corruption("key " + key + " carries an unknown KV-Operation");

@@ -83,7 +83,9 @@ StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std:
   auto last = source.LastOfKey(key);
   if (!last.ok()) return last.status();
   if (*last && (*last)->op == Op::kPut && !KVFOLD_MUTANT("repair-skip-last-check")) return true;
-  if (*last) *delete_revision = std::max(listing_revision, (*last)->seq);
+  if (*last && !KVFOLD_MUTANT("repair-delete-at-listing-revision")) {
+    *delete_revision = std::max(listing_revision, (*last)->seq);
+  }
   if (retained_from && !KVFOLD_MUTANT("restore-skip-recheck-after-last")) {
     // Read after the last message: retention only moves forward, so if it
     // still holds everything from `retained_from`, so it did then.

@@ -178,7 +178,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
     // Re-read and re-checked: it may have been pruned or replaced since.
     KVFOLD_RETURN_IF_ERROR(artifacts.ReadChunk(
         m, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view value) {
-          if (req.scope.Contains(key)) {
+          if (req.scope.Contains(key) || KVFOLD_MUTANT("restore-ignore-artifact-scope")) {
             chunk.emplace_back(std::string(key), Entry{rev, false, std::string(value)});
           }
           return Status::OK();

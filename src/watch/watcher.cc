@@ -980,7 +980,7 @@ Status WatchLoop::Collect() {
   if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), committer_.took());
   if (s.ok()) {
     if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
-    failures_ = 0;
+    if (!KVFOLD_MUTANT("commit-failures-never-reset")) failures_ = 0;
     // A commit of metadata alone (the memo, say) leaves the cursor as it was.
     if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
     if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;

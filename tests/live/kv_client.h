@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"
@@ -21,6 +23,8 @@ namespace kvfold::live {
 
 class KvClient {
  public:
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+
   // `configure` sets what the server demands (credentials, TLS) on the
   // connection's options before it connects.
   explicit KvClient(const std::string& url,
@@ -41,6 +45,16 @@ class KvClient {
   // 2.11+ on a bucket that allows it).
   uint64_t PutWithTtl(const std::string& bucket, const std::string& key, const std::string& value,
                       const std::string& ttl);
+  // A put with extra headers (a counter's Nats-Incr, say). The truth
+  // records what the stream stored for the key, read back.
+  uint64_t PutWithHeaders(const std::string& bucket, const std::string& key,
+                          const std::string& value, const Headers& headers);
+  // An atomic batch publish (nats-server 2.12+, a bucket with
+  // allow_atomic): every put carries Nats-Batch-Id and -Sequence, the last
+  // Nats-Batch-Commit; only the commit is acknowledged. Returns its
+  // sequence.
+  uint64_t PutBatch(const std::string& bucket,
+                    const std::vector<std::pair<std::string, std::string>>& puts);
   // The key expired (its limit marker says so): the truth loses it.
   void RecordExpired(const std::string& bucket, const std::string& key) {
     truth_[bucket].erase(key);
@@ -82,7 +96,7 @@ class KvClient {
 
  private:
   uint64_t Write(const std::string& bucket, const std::string& key, const std::string& value,
-                 const char* op, const std::string& ttl = "");
+                 const char* op, const Headers& headers = {});
 
   natsConnection* nc_ = nullptr;
   std::map<std::string, std::map<std::string, Entry>> truth_;

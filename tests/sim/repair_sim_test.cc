@@ -970,5 +970,147 @@ TEST(RepairSimTest, ArtifactOlderThanTheMarkerTtlIsNotRestored) {
   EXPECT_EQ(LiveEntries(*b.fold), entries_before);
 }
 
+
+// ---------------------------------------------------------------------------
+// Gaps an outside bug-planting check found (each guarded by a mutant).
+
+// Deletes and purges racing the relist's listing: a key the fold holds
+// live is deleted (or purged) after the listing read its revision, so the
+// listing does not name it. Its tombstone must carry the delete's own
+// revision: at the listing's revision the key was still live, and the hook
+// would see a phantom delete. Mutant repair-delete-at-listing-revision.
+TEST(RepairSimTest, KeyDeletedOrPurgedDuringTheListingIsDeletedAtItsOwnRevision) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int r = 1; r < 4; ++r) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(r));
+  }
+  bool raced = false;
+  b.during_listing = [&] {
+    if (raced) return;
+    raced = true;
+    b.Delete("k.3");
+    b.Purge("k.4");
+    b.Put("k.5", "raced put");
+  };
+  Status s = RunNode(b, n);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(raced);
+  ExpectConverged(b, n);
+  EXPECT_GT(n.by_origin[ChangeOrigin::kRelist], 0);
+}
+
+// A separated commit failure is not a consecutive one: a long watch with
+// rare transient store errors, each followed by successes, never stops
+// with "failed N consecutive times". Mutant commit-failures-never-reset.
+TEST(RepairSimTest, SeparatedCommitFailuresNeverAddUp) {
+  SimBucket b;
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i), "v");
+  Node n;
+  FaultFold faulty(*n.fold);
+  for (int at : {2, 5, 9, 14}) faulty.Add(at, Fault::kFailBefore);
+  InstantSleepClock clock;
+  WatchOptions o = Fast();
+  o.clock = &clock;
+  o.batch_size = 2;
+  o.max_commit_failures = 2;
+  o.commit_in_background = false;
+  // Time passes between messages, so each failed batch is retried (and
+  // succeeds) before the next fault.
+  auto pace = [&clock](const Change&) {
+    clock.SleepFor(std::chrono::milliseconds(250), std::stop_token());
+    return Status::OK();
+  };
+  Status s = RunNode(b, n, o, &faulty, pace);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(faulty.fired(), 4);
+  ExpectConverged(b, n);
+  // And the rule itself: two in a row do stop it.
+  SimBucket b2;
+  for (int i = 0; i < 10; ++i) b2.Put("k." + std::to_string(i), "v");
+  Node n2;
+  FaultFold twice(*n2.fold);
+  twice.Add(1, Fault::kFailBefore);
+  twice.Add(2, Fault::kFailBefore);
+  Status stopped = RunNode(b2, n2, o, &twice);
+  EXPECT_FALSE(stopped.ok());
+  EXPECT_NE(stopped.message().find("2 consecutive"), std::string::npos) << stopped.ToString();
+}
+
+// Restore from a wider artifact: a whole-bucket exporter serves nodes with
+// one or several prefixes, through every repair path that restores (an
+// expired cursor, a fresh start, an unanchored fold, a trip mid-watch).
+// Keys outside a node's scope never reach its fold or its hook (SPEC §1).
+// Mutant restore-ignore-artifact-scope.
+TEST(RepairSimTest, WiderArtifactRestoresOnlyTheNodesScope) {
+  enum class Path { kExpired, kFreshStart, kUnanchored, kTrip };
+  for (Path path : {Path::kExpired, Path::kFreshStart, Path::kUnanchored, Path::kTrip}) {
+    for (const std::vector<std::string>& prefixes :
+         {std::vector<std::string>{"a."}, std::vector<std::string>{"a.", "c"}}) {
+      SCOPED_TRACE(static_cast<int>(path));
+      SCOPED_TRACE(prefixes.size());
+      const Scope scope = *Scope::Make(prefixes);
+      SimBucket b;
+      b.SetMaxMsgs(30);
+      Artifacts arts;
+      Node a, n;
+      auto churn = [&](int round) {
+        for (const char* k : {"a.1", "a.2", "b.1", "b.2", "c", "d.x"}) {
+          b.Put(k, "v" + std::to_string(round));
+        }
+        if (round == 2) b.Delete("a.2");
+      };
+      churn(0);
+      ASSERT_TRUE(RunNode(b, a).ok());
+      WatchOptions o = Fast();
+      o.scope = scope;
+      o.artifacts = arts.source();
+      if (path == Path::kExpired || path == Path::kTrip) {
+        ASSERT_TRUE(RunNode(b, n, o).ok());
+      }
+      if (path == Path::kUnanchored) {
+        FoldCommit c;
+        c.entries["a.1"] = Entry{1, false, "old"};
+        ASSERT_TRUE(n.fold->Commit(c).ok());
+      }
+      std::function<Status(const Change&)> extra;
+      if (path == Path::kTrip) {
+        bool overran = false;
+        extra = [&, overran](const Change& c) mutable {
+          if (overran || c.origin != ChangeOrigin::kLive) return Status::OK();
+          overran = true;
+          for (int round = 1; round < 8; ++round) {
+            churn(round);
+            EXPECT_TRUE(RunNode(b, a).ok());  // A keeps up
+          }
+          arts.Export(*a.fold);
+          return Status::OK();
+        };
+        churn(100);  // something in scope for the trip's watch to receive
+      } else {
+        for (int round = 1; round < 8; ++round) {
+          churn(round);
+          ASSERT_TRUE(RunNode(b, a).ok());  // A keeps up
+        }
+        arts.Export(*a.fold);
+      }
+      Status s = RunNode(b, n, o, nullptr, extra);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      // (After a trip the node may have folded everything in scope live
+      // before the restore, which then has nothing to take.)
+      EXPECT_TRUE(Logged(n, "restore done"));
+      ExpectConverged(b, n, scope);
+      n.fold->Scan("", true, [&](std::string_view k, const Entry&) {
+        EXPECT_TRUE(scope.Contains(k)) << "out of scope: " << k;
+        return true;
+      });
+      for (const auto& [k, e] : n.hook_view) EXPECT_TRUE(scope.Contains(k)) << "hook saw " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvfold
