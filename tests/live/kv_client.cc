@@ -142,7 +142,11 @@ uint64_t KvClient::PutWithHeaders(const std::string& bucket, const std::string& 
   Write(bucket, key, value, nullptr, headers);
   auto stored = StoredLast(bucket, key);
   if (!stored) throw std::runtime_error("no message stored for " + key);
-  truth_[bucket][key] = *stored;
+  if (stored->deleted) {
+    truth_[bucket].erase(key);  // a delete by its headers (a limit marker)
+  } else {
+    truth_[bucket][key] = *stored;
+  }
   return stored->revision;
 }
 uint64_t KvClient::PutBatch(const std::string& bucket,

@@ -127,7 +127,7 @@ TEST_F(WatchLiveTest, LimitMarkerIsADeleteOnEveryReadPath) {
   kv_.CreateBucket("mk");
   kv_.Put("mk", "gone", "v");
   kv_.Put("mk", "kept", "v");
-  kv_.PutWithHeaders("mk", "gone", "", {{"Nats-Marker-Reason", "MaxAge"}, {"Nats-TTL", "1s"}});
+  kv_.PutWithHeaders("mk", "gone", "", {{"Nats-Marker-Reason", "MaxAge"}});
   auto source = Source("mk");
   auto fold = OpenFold();
   Result r = CatchUp(*source, *fold);

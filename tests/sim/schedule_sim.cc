@@ -100,6 +100,15 @@ class Harness {
 
   SimBucket b;
   Scope scope;
+  // The exporter node watches the whole bucket (a wider artifact serves
+  // the scoped node) instead of the node's scope.
+  bool whole_bucket_exporter = false;
+  // The exporter's policy: none on a bucket where a first start needs an
+  // artifact (per-message TTL), so that it can seed the fleet.
+  ExpiryRepair exporter_repair = ExpiryRepair::kAuto;
+  // The bucket's clock follows this schedule's own: per-message TTLs and
+  // limit markers expire as the watcher's time passes.
+  void UseServerClock() { b.set_time_clock(&clock_); }
 
   WatchOptions Options() const {
     WatchOptions o;
@@ -152,15 +161,13 @@ class Harness {
 
   // The exporter node: a clean memory fold that keeps up and exports.
   void KeepUpAndExport() {
-    WatchOptions o = Options();
-    o.artifacts = nullptr;
+    WatchOptions o = ExporterOptions();
     Status s = Watch(b, *exporter_, o);
     if (!s.ok()) return Diverge("exporter: " + s.ToString());
     Export(*exporter_);
   }
   void KeepUp() {
-    WatchOptions o = Options();
-    o.artifacts = nullptr;
+    WatchOptions o = ExporterOptions();
     Status s = Watch(b, *exporter_, o);
     if (!s.ok()) Diverge("exporter: " + s.ToString());
   }
@@ -210,6 +217,14 @@ class Harness {
   }
 
  private:
+  WatchOptions ExporterOptions() const {
+    WatchOptions o = Options();
+    o.artifacts = nullptr;
+    o.repair = exporter_repair;
+    if (whole_bucket_exporter) o.scope = Scope();
+    return o;
+  }
+
   int Fired() const {
     return (fault_fold_ ? fault_fold_->fired() : 0) + static_cast<int>(env_.fired());
   }
@@ -399,6 +414,12 @@ class Harness {
       if (m->stream_created != b.created()) continue;  // an older stream's
       WatchOptions o = Options();
       o.artifacts = nullptr;
+      auto artifact_scope = Scope::Make(m->scope);
+      if (!artifact_scope.ok()) {
+        Diverge("artifact " + id + " has no usable scope");
+        continue;
+      }
+      o.scope = *artifact_scope;
       Status s = Watch(b, *fold, o);
       if (s.IsCursorExpired()) continue;
       if (!s.ok()) {
@@ -406,7 +427,7 @@ class Harness {
         continue;
       }
       auto live = LiveEntries(*fold);
-      auto truth = b.Truth(scope);
+      auto truth = b.Truth(o.scope);
       if (live != truth) Diverge("a node seeded from " + id + " != truth:" + Diff(live, truth));
     }
   }
@@ -668,6 +689,70 @@ std::vector<Scenario> Scenarios() {
                    h.Run(h.Options());
                  }});
   }
+  // A whole-bucket exporter serves a node of two prefixes: what the
+  // restore takes is filtered to the node's scope (the at-rest oracle
+  // flags any key outside it).
+  s.push_back({"scoped-from-wider", [](Harness& h) {
+                 h.scope = *Scope::Make({"a.", "c"});
+                 h.whole_bucket_exporter = true;
+                 h.b.SetMaxMsgs(20);
+                 WriteHistory(h.b, 0, 2);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 for (int r = 2; r < 10; ++r) {
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+               }, true});
+  // Deletes, purges and a put race the relist's listing.
+  s.push_back({"relist-races-deletes", [](Harness& h) {
+                 h.b.SetHistoryOne(true);
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 3, 6);
+                 bool raced = false;
+                 h.b.during_listing = [&] {
+                   if (raced) return;
+                   raced = true;
+                   h.b.Delete("a.1");
+                   h.b.Purge("b.2");
+                   h.b.Put("a.3", "raced");
+                 };
+                 h.Run(h.Options());
+                 h.b.during_listing = nullptr;
+                 h.Run(h.Options());  // what the race wrote after the first run's end
+               }});
+  // nats-server 2.11+ per-message TTL with limit markers: keys expire on
+  // the server's clock, their markers expire in turn. The node resumes
+  // inside the marker window (folding the markers) and restores from the
+  // exporter's artifact outside it.
+  s.push_back({"ttl-markers", [](Harness& h) {
+                 using std::chrono::seconds;
+                 h.UseServerClock();
+                 h.b.SetHistoryOne(true);
+                 h.b.SetMessageTtl(seconds(60));
+                 h.exporter_repair = ExpiryRepair::kNone;
+                 WriteHistory(h.b, 0, 3);
+                 for (int i = 0; i < 3; ++i) {
+                   h.b.PutWithTtl("a.t" + std::to_string(i), "t", seconds(30));
+                 }
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());  // a first start: restored from the artifact
+                 WriteHistory(h.b, 3, 2);
+                 h.b.PutWithTtl("b.t", "t", seconds(15));
+                 h.b.AdvanceTime(seconds(20));  // b.t's marker, well inside the window
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 for (int r = 5; r < 13; ++r) {  // 80 s: the node's cursor leaves the window
+                   h.b.AdvanceTime(seconds(10));
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+               }});
   s.push_back({"limit-markers", [](Harness& h) {
                  WriteHistory(h.b, 0, 3);
                  h.Run(h.Options());
@@ -703,6 +788,14 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool 
   }
   for (int at = 1; at <= ops + 4; ++at) {
     for (EnvFault f : kEnv) out.push_back({{Injection{true, at, Fault::kNone, f}}});
+  }
+  // Several transient faults in one watch, each followed by successes: the
+  // "consecutive failures" rule must not add them up.
+  if (!quick) {
+    for (int a = 1; a + 6 <= last + 6; ++a) {
+      out.push_back({{commit(a, Fault::kFailBefore), commit(a + 3, Fault::kFailAfter),
+                      commit(a + 6, Fault::kFailBefore)}});
+    }
   }
   const int window = deep ? last : quick ? 0 : 8;
   for (int a = 1; a <= last; ++a) {
