@@ -8,17 +8,21 @@
 //   kvfold_bench_tool naive    --server URL --bucket B --db DIR
 //   kvfold_bench_tool scan-zstd --fold DIR
 //   kvfold_bench_tool latency  --server URL --bucket B --fold DIR --rate R --seconds S
+//   kvfold_bench_tool quiet-trips --server URL --dir DIR [--runs 10] [--burst 200000]
+//                              [--max-msgs 3000]
 //
 // Each prints one line of facts on stdout; bench/run does the timing.
 
 #include <nats/nats.h>
 #include <rocksdb/db.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -65,7 +69,9 @@ struct Conn {
     jsOptions jo;
     jsOptions_Init(&jo);
     if (async_publish) {
-      jo.PublishAsync.MaxPending = 4096;
+      jo.PublishAsync.MaxPending = std::getenv("KVFOLD_BENCH_PENDING") != nullptr
+                                       ? std::atoi(std::getenv("KVFOLD_BENCH_PENDING"))
+                                       : 4096;
       jo.PublishAsync.StallWait = 60000;  // a server busy removing old revisions stalls
     }
     Check(natsConnection_JetStream(&js, nc, &jo), "jetstream");
@@ -266,6 +272,72 @@ int Latency(const Args& a) {
   return 0;
 }
 
+// False floor trips: a mirror of prefix `quiet.`, which sees no writes,
+// while a burst of puts on other prefixes turns a max_msgs bucket over many
+// times. It has lost nothing, so any trip is false. One bucket and fold
+// per run; prints the trips of each run and their total.
+int QuietTrips(const Args& a) {
+  const std::string server = a.Get("server"), dir = a.Get("dir");
+  const long long runs = a.Int("runs", "10"), burst = a.Int("burst", "200000");
+  const long long max_msgs = a.Int("max-msgs", "3000");
+  Conn c(server, /*async_publish=*/true);
+  uint64_t total = 0;
+  for (long long run = 0; run < runs; ++run) {
+    const std::string bucket = "quiet" + std::to_string(getpid()) + "_" + std::to_string(run);
+    const std::string cfg = "{\"name\":\"KV_" + bucket + "\",\"subjects\":[\"$KV." + bucket +
+                            ".>\"],\"max_msgs_per_subject\":1,\"max_msgs\":" +
+                            std::to_string(max_msgs) +
+                            ",\"discard\":\"old\",\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
+                            "\"allow_direct\":true,\"storage\":\"file\",\"num_replicas\":1}";
+    natsMsg* reply = nullptr;
+    Check(natsConnection_RequestString(&reply, c.nc, ("$JS.API.STREAM.CREATE.KV_" + bucket).c_str(),
+                                       cfg.c_str(), 5000),
+          "create bucket");
+    natsMsg_Destroy(reply);
+    Check(js_Publish(nullptr, c.js, ("$KV." + bucket + ".quiet.1").c_str(), "q", 1, nullptr,
+                     nullptr),
+          "put");
+    kvfold::ConnectOptions co;
+    co.url = server;
+    auto source = kvfold::OpenNatsBucket(co, bucket);
+    if (!source.ok()) Die(source.status().ToString());
+    kvfold::FoldOptions fo;  // durable commits, as kvfold mirror runs by default
+    auto fold = kvfold::OpenRocksFold(dir + "/" + bucket, fo);
+    if (!fold.ok()) Die(fold.status().ToString());
+    kvfold::WatchMetrics metrics;
+    std::stop_source stop;
+    kvfold::WatchOptions wo;
+    wo.scope = *kvfold::Scope::Make({"quiet."});
+    wo.metrics = &metrics;
+    wo.stop = stop.get_token();
+    kvfold::Status result;
+    std::thread watcher([&] { result = kvfold::Watch(**source, **fold, wo); });
+    while (metrics.Snapshot().cursor != 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    char subject[256];
+    const auto began = Clock::now();
+    for (long long i = 0; i < burst; ++i) {
+      std::snprintf(subject, sizeof subject, "$KV.%s.churn.%lld", bucket.c_str(), i % 1000);
+      Check(js_PublishAsync(c.js, subject, "x", 1, nullptr), "publish");
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 120000;
+    Check(js_PublishAsyncComplete(c.js, &po), "publish complete");
+    const double secs = std::chrono::duration<double>(Clock::now() - began).count();
+    std::this_thread::sleep_for(std::chrono::seconds(2));  // the probe catches up
+    stop.request_stop();
+    watcher.join();
+    const kvfold::WatchStats s = metrics.Snapshot();
+    std::printf("run %lld: %.0f puts/s, trips=%llu status=%s\n", run,
+                static_cast<double>(burst) / secs, static_cast<unsigned long long>(s.floor_guard_trips),
+                result.ok() ? "ok" : result.ToString().c_str());
+    total += s.floor_guard_trips;
+  }
+  std::printf("quiet-trips runs=%lld burst=%lld max_msgs=%lld trips=%llu\n", runs, burst, max_msgs,
+              static_cast<unsigned long long>(total));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -281,5 +353,6 @@ int main(int argc, char** argv) {
   if (cmd == "naive") return Naive(a);
   if (cmd == "scan-zstd") return ScanZstd(a);
   if (cmd == "latency") return Latency(a);
+  if (cmd == "quiet-trips") return QuietTrips(a);
   Die("unknown command " + cmd);
 }
