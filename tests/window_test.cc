@@ -88,5 +88,32 @@ TEST(MarkerWindowTest, ParsesJetStreamTimes) {
   EXPECT_EQ(FormatTimeNs(0), "<unknown>");
 }
 
+TEST(MarkerWindowTest, ARaisedTtlCountsOnceTheAnchorPassesIt) {
+  StreamState s;
+  s.marker_ttl_ns = 2000;
+  s.server_time_ns = 100;
+  MarkerTtl ttl;
+  EXPECT_TRUE(ttl.Observe(s, 50));  // first seen: taken
+  EXPECT_EQ(ttl.effective_ns(), 2000);
+  s.marker_ttl_ns = 9000;  // raised, seen at 200
+  s.server_time_ns = 200;
+  EXPECT_FALSE(ttl.Observe(s, 150));
+  EXPECT_EQ(ttl.effective_ns(), 2000);
+  s.server_time_ns = 300;
+  EXPECT_FALSE(ttl.Observe(s, 199));  // still anchored before the raise was seen
+  EXPECT_TRUE(ttl.Observe(s, 200));
+  EXPECT_EQ(ttl.effective_ns(), 9000);
+  s.marker_ttl_ns = 500;  // lowered: at once
+  EXPECT_TRUE(ttl.Observe(s, 0));
+  EXPECT_EQ(ttl.effective_ns(), 500);
+  s.marker_ttl_ns = 0;  // turned off: like a raise
+  s.server_time_ns = 400;
+  EXPECT_FALSE(ttl.Observe(s, 300));
+  EXPECT_EQ(ttl.effective_ns(), 500);
+  EXPECT_TRUE(ttl.Observe(s, 400));
+  EXPECT_EQ(ttl.effective_ns(), 0);
+  EXPECT_EQ(ttl.Apply(s).marker_ttl_ns, 0);
+}
+
 }  // namespace
 }  // namespace kvfold::core

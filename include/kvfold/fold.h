@@ -70,6 +70,10 @@ struct FoldMeta {
   // 2.11+) a cursor is resumable only while the server's clock is within
   // the marker TTL of it (SPEC §4).
   int64_t cursor_time_ns = 0;
+  // The limit-marker TTL (ns) the cursor's window is measured with: the
+  // bucket's, except that a raise counts only once the anchor passed it
+  // (markers written before keep the old TTL). 0: none seen.
+  int64_t marker_ttl_ns = 0;
 
   friend bool operator==(const FoldMeta&, const FoldMeta&) = default;
 };
@@ -86,6 +90,7 @@ struct FoldCommit {
   // The anchor of `cursor` (FoldMeta::cursor_time_ns). A commit that moves
   // the cursor without one leaves the time unknown (0).
   std::optional<int64_t> cursor_time_ns;
+  std::optional<int64_t> marker_ttl_ns;  // FoldMeta::marker_ttl_ns
   std::optional<std::string> bucket;
   std::optional<std::vector<std::string>> scope;
   std::optional<std::string> stream_created;
@@ -110,7 +115,8 @@ struct FoldCommit {
   bool rebase = false;
 
   bool empty() const {
-    return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !bucket && !scope &&
+    return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
+           !bucket && !scope &&
            !stream_created &&
            !seeding && !eviction_observed && !last_repair && !counts;
   }

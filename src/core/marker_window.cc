@@ -33,6 +33,29 @@ bool InsideMarkerWindow(int64_t anchor_ns, int64_t now_ns, int64_t window_ns) {
   return now_ns - anchor_ns < window_ns;
 }
 
+bool MarkerTtl::Observe(const StreamState& s, int64_t anchor_ns) {
+  const int64_t now = s.marker_ttl_ns > 0 ? s.marker_ttl_ns : 0;
+  const int64_t before = effective_;
+  if (now == effective_) {
+    change_seen_at_ = 0;
+  } else if (effective_ == 0 || (now > 0 && now < effective_) ||
+             KVFOLD_MUTANT("marker-ttl-raise-at-once")) {
+    // First markers (none were written before), or a lower TTL: the new
+    // markers expire soonest.
+    effective_ = now;
+    change_seen_at_ = 0;
+  } else {
+    // Raised, or turned off: markers after a position anchored before the
+    // change was seen may still carry the old TTL.
+    if (change_seen_at_ == 0) change_seen_at_ = s.server_time_ns;
+    if (change_seen_at_ > 0 && anchor_ns >= change_seen_at_) {
+      effective_ = now;
+      change_seen_at_ = 0;
+    }
+  }
+  return effective_ != before;
+}
+
 std::string DescribeMarkerWindowMiss(std::string_view what, std::string_view bucket,
                                      int64_t anchor_ns, int64_t now_ns,
                                      const StreamState& stream) {

@@ -40,6 +40,30 @@ std::string DescribeMarkerWindowMiss(std::string_view what, std::string_view buc
                                      int64_t anchor_ns, int64_t now_ns,
                                      const StreamState& stream);
 
+// The marker TTL a position's window is measured with. A marker keeps the
+// TTL it was written with, so after the bucket's marker TTL is raised (or
+// markers are turned off) the markers written before still expire on the
+// old one: the smaller TTL holds until a position's anchor passes the
+// server time the change was first seen. A lowered TTL holds at once.
+class MarkerTtl {
+ public:
+  // `recorded_ns`: what the fold recorded (FoldMeta::marker_ttl_ns).
+  explicit MarkerTtl(int64_t recorded_ns = 0) : effective_(recorded_ns) {}
+  // Takes a fresh reading of the bucket, for a reader anchored at
+  // `anchor_ns`. True when the effective TTL changed (record it).
+  bool Observe(const StreamState& stream, int64_t anchor_ns);
+  int64_t effective_ns() const { return effective_; }
+  // `stream` with its marker TTL replaced by the effective one.
+  StreamState Apply(StreamState stream) const {
+    stream.marker_ttl_ns = effective_;
+    return stream;
+  }
+
+ private:
+  int64_t effective_ = 0;
+  int64_t change_seen_at_ = 0;  // server time a larger TTL (or none) was first seen
+};
+
 // "2026-12-01T10:53:33.204078132Z" -> ns since the Unix epoch; nullopt for
 // anything else (a JetStream API time, always UTC). The zero time
 // "0001-01-01T00:00:00Z" parses as 0 (unknown).

@@ -15,6 +15,7 @@ constexpr const char* kKnown[] = {
     "window-ignore-marker-window",      // watcher: a cursor older than the marker TTL resumes
     "floor-ignore-marker-window",       // watcher: a stretch read after the marker TTL passes
     "anchor-skip-refresh",              // watcher: an idle cursor's new anchor never reaches the fold
+    "marker-ttl-raise-at-once",         // marker TTL: a raise counts for markers written before it
     "floor-skip-midwatch",              // watcher: the mid-watch floor check never trips
     "probe-ignore-in-flight",           // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",            // watcher: a failed commit loses its batch

@@ -48,6 +48,7 @@ void PendingBatch::TakeBack(FoldCommit older) {
   keep(pending_.seeding, older.seeding);
   keep(pending_.eviction_observed, older.eviction_observed);
   keep(pending_.last_repair, older.last_repair);
+  keep(pending_.marker_ttl_ns, older.marker_ttl_ns);
   if (older.cursor && (!cursor_ || *older.cursor > *cursor_)) {
     cursor_ = older.cursor;
     cursor_time_ns_ = older.cursor_time_ns.value_or(0);

@@ -44,6 +44,9 @@ struct RestoreRequest {
   Scope scope;
   std::optional<uint64_t> fold_cursor;  // nullopt: none, or rebase
   bool rebase = false;
+  // The marker TTL the watch measures windows with (core::MarkerTtl); the
+  // artifact's window uses the smaller of it and the bucket's.
+  int64_t marker_ttl_ns = 0;
 };
 
 struct RestoreResult {

@@ -36,10 +36,15 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   auto check = [&](const char* when) -> StatusOr<StreamState> {
     auto state = env.source.ReadStream();
     if (!state.ok()) return state.status();
-    out->marker_window_ns = core::MarkerWindowNs(*state).value_or(0);
+    StreamState measured = *state;
+    if (req.marker_ttl_ns > 0 &&
+        (measured.marker_ttl_ns <= 0 || req.marker_ttl_ns < measured.marker_ttl_ns)) {
+      measured.marker_ttl_ns = req.marker_ttl_ns;  // markers written before a raise
+    }
+    out->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
     core::RestoreTarget target{env.source.bucket(), state->created, req.scope,
                                req.rebase ? std::nullopt : req.fold_cursor, state->first_seq,
-                               state->marker_ttl_ns, state->server_time_ns};
+                               measured.marker_ttl_ns, state->server_time_ns};
     Status s = core::CheckRestore(m, target);
     if (!s.ok()) return s.WithContext(when);
     return state;

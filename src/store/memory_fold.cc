@@ -110,6 +110,7 @@ class MemoryFold final : public Fold {
       meta_.cursor_time_ns = 0;  // a new cursor, anchor unknown
     }
     if (commit.cursor) meta_.cursor = commit.cursor;
+    if (commit.marker_ttl_ns) meta_.marker_ttl_ns = *commit.marker_ttl_ns;
     if (commit.bucket) meta_.bucket = *commit.bucket;
     if (commit.scope) meta_.scope = commit.scope;
     if (commit.stream_created) meta_.stream_created = *commit.stream_created;

@@ -38,6 +38,7 @@ constexpr std::string_view kEvictionName = "eviction_observed";
 constexpr std::string_view kLastRepairName = "last_repair";
 constexpr std::string_view kMaxRevisionName = "max_revision";
 constexpr std::string_view kCursorTimeName = "cursor_time_ns";
+constexpr std::string_view kMarkerTtlName = "marker_ttl_ns";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -213,6 +214,9 @@ class RocksFold final : public Fold {
     } else if (commit.cursor && commit.cursor != meta.cursor) {
       batch.Delete(store::MetaStoreKey(kCursorTimeName));  // a new cursor, anchor unknown
     }
+    if (commit.marker_ttl_ns) {
+      put_meta(kMarkerTtlName, store::EncodeU64(static_cast<uint64_t>(*commit.marker_ttl_ns)));
+    }
     if (commit.bucket) put_meta(kBucketName, *commit.bucket);
     if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
     if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
@@ -350,6 +354,12 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
       uint64_t t = 0;
       KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
       meta.cursor_time_ns = static_cast<int64_t>(t);
+    }
+    KVFOLD_RETURN_IF_ERROR(read(kMarkerTtlName, &found));
+    if (found) {
+      uint64_t t = 0;
+      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
+      meta.marker_ttl_ns = static_cast<int64_t>(t);
     }
     return meta;
 }

@@ -211,6 +211,8 @@ class WatchLoop {
   int64_t server_offset_ns_ = 0;
   bool server_offset_known_ = false;
   bool warned_ttl_without_markers_ = false;
+  // The marker TTL windows are measured with (a raise counts late).
+  core::MarkerTtl marker_ttl_;
   AsyncCommitter committer_;
 };
 
@@ -246,6 +248,7 @@ Status WatchLoop::Prepare() {
   received_ = meta->cursor;
   verified_ = meta->cursor.value_or(0);
   received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
+  marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
   if (meta->bucket.empty()) pending_.meta().bucket = bucket;
@@ -299,7 +302,17 @@ Status WatchLoop::Run() {
 }
 
 void WatchLoop::NoteRetention(const StreamState& state) {
-  last_state_ = state;
+  // The anchor of the cursor as it would be committed now.
+  const int64_t anchor = anchor_lost_ ? 0
+                         : received_ && *received_ <= verified_ ? received_anchor_
+                                                                : verified_anchor_;
+  if (marker_ttl_.Observe(state, anchor)) {
+    pending_.meta().marker_ttl_ns = marker_ttl_.effective_ns();
+    Log("limit-marker TTL for the marker window: " +
+        std::to_string(marker_ttl_.effective_ns() / 1000000) + " ms (the bucket's: " +
+        std::to_string(state.marker_ttl_ns / 1000000) + " ms)");
+  }
+  last_state_ = marker_ttl_.Apply(state);
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
   if (state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
@@ -341,7 +354,8 @@ void WatchLoop::CheckStart(const StreamState& state) {
       received_anchor_ = std::max(received_anchor_, state.server_time_ns);
       if (verified_ == *received_) verified_anchor_ = received_anchor_;
     }
-    const auto window = core::MarkerWindowNs(state);
+    const StreamState measured = marker_ttl_.Apply(state);
+    const auto window = core::MarkerWindowNs(measured);
     if (frontier && window && !KVFOLD_MUTANT("window-ignore-marker-window") &&
         (anchor_lost_ || !core::InsideMarkerWindow(received_anchor_, state.server_time_ns,
                                                    *window))) {
@@ -351,7 +365,7 @@ void WatchLoop::CheckStart(const StreamState& state) {
                              " was read outside the marker window"
                        : core::DescribeMarkerWindowMiss("cursor " + std::to_string(*received_),
                                                         source_.bucket(), received_anchor_,
-                                                        state.server_time_ns, state));
+                                                        state.server_time_ns, measured));
     }
   }
   if (received_ || sync_next_) return;
@@ -876,6 +890,7 @@ Status WatchLoop::Repair() {
       repair::RestoreRequest req;
       req.scope = opt_.scope;
       req.rebase = rebase;
+      req.marker_ttl_ns = marker_ttl_.effective_ns();
       if (cause != core::RepairCause::kUnanchored && cause != core::RepairCause::kFreshStart) {
         req.fold_cursor = committed_;
       }

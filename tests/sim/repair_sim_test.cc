@@ -971,6 +971,27 @@ TEST(RepairSimTest, ArtifactOlderThanTheMarkerTtlIsNotRestored) {
 }
 
 
+// A marker keeps the TTL it was written with. The bucket's marker TTL is
+// raised while the node is down, after a key it holds expired and its
+// marker (on the old, short TTL) came and went: the node must measure its
+// window with the old TTL, not resume on the new one. The fold records
+// the TTL it measures with. Mutant marker-ttl-raise-at-once.
+TEST(RepairSimTest, RaisedMarkerTtlCountsOnlyForMarkersWrittenAfterIt) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.Put("p." + std::to_string(i), "v");
+  t.b.PutWithTtl("ttl", "v", std::chrono::seconds(3));
+  Node n;
+  t.Start(n);
+  EXPECT_EQ(n.fold->ReadMeta()->marker_ttl_ns, int64_t{2000000000});
+  t.b.AdvanceTime(std::chrono::seconds(6));  // expired at 3 s, its marker gone at 5 s
+  t.b.SetMessageTtl(std::chrono::seconds(60));
+  const auto before = LiveEntries(*n.fold);
+  Status s = RunNode(t.b, n, t.Options());
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("live 2.0 s"), std::string::npos) << s.message();
+  EXPECT_EQ(LiveEntries(*n.fold), before);
+}
+
 // ---------------------------------------------------------------------------
 // Gaps an outside bug-planting check found (each guarded by a mutant).
 
