@@ -42,6 +42,7 @@ TEST(KvSubjectsTest, ParsesAckReplies) {
   EXPECT_EQ(v1->stream_seq, 42u);
   EXPECT_EQ(v1->consumer_seq, 7u);
   EXPECT_EQ(v1->pending, 3u);
+  EXPECT_EQ(v1->time_ns, 1700000000);  // the stored time, ns since the epoch
   auto v2 = ParseAckReply("$JS.ACK.hub.ACCHASH.KV_b.c1.1.43.8.1700000000.0.rand");
   ASSERT_TRUE(v2);
   EXPECT_EQ(v2->stream_seq, 43u);

@@ -52,6 +52,7 @@ struct ArtifactManifest {
   bool has_scope = false;
   uint64_t cursor = 0;
   int64_t cursor_time_ns = 0;  // the cursor's anchor (FoldMeta::cursor_time_ns); 0 unknown
+  int64_t marker_ttl_ns = 0;   // FoldMeta::marker_ttl_ns of the exporter; 0 none seen
   bool eviction_observed = false;
   int64_t created_unix_ms = 0;
   std::string exporter_id;

@@ -78,6 +78,7 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   m.has_scope = true;
   m.cursor = *meta.cursor;
   m.cursor_time_ns = meta.cursor_time_ns;
+  m.marker_ttl_ns = meta.marker_ttl_ns;
   m.eviction_observed = meta.eviction_observed;  // the memo travels with the snapshot
   m.created_unix_ms = options.fixed_created_unix_ms != 0
                           ? options.fixed_created_unix_ms

@@ -68,6 +68,7 @@ ArtifactManifest FromProto(const pb::Manifest& m, const pb::ManifestEnvelope& en
   out.has_scope = m.has_scope();
   out.cursor = m.cursor();
   out.cursor_time_ns = m.cursor_time_unix_ns();
+  out.marker_ttl_ns = m.marker_ttl_ns();
   out.eviction_observed = m.eviction_observed();
   out.created_unix_ms = m.created_unix_ms();
   out.exporter_id = m.exporter_id();
@@ -92,6 +93,7 @@ pb::Manifest ToProto(const ArtifactManifest& m) {
   out.set_has_scope(m.has_scope);
   out.set_cursor(m.cursor);
   out.set_cursor_time_unix_ns(m.cursor_time_ns);
+  out.set_marker_ttl_ns(m.marker_ttl_ns);
   out.set_eviction_observed(m.eviction_observed);
   out.set_created_unix_ms(m.created_unix_ms);
   out.set_exporter_id(m.exporter_id);

@@ -125,6 +125,7 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   last.clear_entries = clear;  // an artifact without chunks
   last.cursor = m.cursor;
   last.cursor_time_ns = m.cursor_time_ns;
+  if (m.marker_ttl_ns > 0) last.marker_ttl_ns = m.marker_ttl_ns;
   last.bucket = m.bucket;
   last.scope = m.scope;
   last.stream_created = m.stream_created;

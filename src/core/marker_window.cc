@@ -46,8 +46,12 @@ bool MarkerTtl::Observe(const StreamState& s, int64_t anchor_ns) {
     change_seen_at_ = 0;
   } else {
     // Raised, or turned off: markers after a position anchored before the
-    // change was seen may still carry the old TTL.
-    if (change_seen_at_ == 0) change_seen_at_ = s.server_time_ns;
+    // change was seen may still carry the old TTL. Another change restarts
+    // the wait (markers in between carry the middle TTL).
+    if (change_seen_at_ == 0 || changed_to_ != now) {
+      change_seen_at_ = s.server_time_ns;
+      changed_to_ = now;
+    }
     if (change_seen_at_ > 0 && anchor_ns >= change_seen_at_) {
       effective_ = now;
       change_seen_at_ = 0;

@@ -61,7 +61,8 @@ class MarkerTtl {
 
  private:
   int64_t effective_ = 0;
-  int64_t change_seen_at_ = 0;  // server time a larger TTL (or none) was first seen
+  int64_t change_seen_at_ = 0;  // server time `changed_to_` was first seen
+  int64_t changed_to_ = 0;      // the larger TTL (or 0, none) waited for
 };
 
 // "2026-12-01T10:53:33.204078132Z" -> ns since the Unix epoch; nullopt for

@@ -63,18 +63,12 @@ class NatsBucket final : public BucketSource {
           " lacks config, state or created, or has a field of the wrong type");
     }
     out.discard_new = discard == "new";
-    // The server's clock (2.10+), for the marker window.
+    // The server's clock (2.10+), for the marker window. One it cannot
+    // read counts as unknown: no window then passes (a bucket without
+    // limit markers does not use it).
     std::string ts;
-    if (!core::ReadJsonField(j, "ts", &ts)) {
-      return Status::Corruption("stream info for " + stream_ + " has a ts that is not a string");
-    }
-    if (!ts.empty()) {
-      auto parsed = core::ParseApiTimeNs(ts);
-      if (!parsed) {
-        return Status::Corruption("stream info for " + stream_ + " has an unreadable ts \"" + ts +
-                                  "\"");
-      }
-      out.server_time_ns = *parsed;
+    if (core::ReadJsonField(j, "ts", &ts) && !ts.empty()) {
+      out.server_time_ns = core::ParseApiTimeNs(ts).value_or(0);
     }
     return out;
   }

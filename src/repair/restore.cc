@@ -33,14 +33,20 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   if (!manifest.ok()) return manifest.status();
   const ArtifactManifest& m = *manifest;
 
+  int64_t marker_ttl_ns = 0;  // as the last check measured it
   auto check = [&](const char* when) -> StatusOr<StreamState> {
     auto state = env.source.ReadStream();
     if (!state.ok()) return state.status();
+    // The smallest TTL a marker after the artifact's anchor can carry: the
+    // bucket's, the watch's, and the exporter's (markers written before a
+    // raise keep the old one).
     StreamState measured = *state;
-    if (req.marker_ttl_ns > 0 &&
-        (measured.marker_ttl_ns <= 0 || req.marker_ttl_ns < measured.marker_ttl_ns)) {
-      measured.marker_ttl_ns = req.marker_ttl_ns;  // markers written before a raise
+    for (int64_t ttl : {req.marker_ttl_ns, m.marker_ttl_ns}) {
+      if (ttl > 0 && (measured.marker_ttl_ns <= 0 || ttl < measured.marker_ttl_ns)) {
+        measured.marker_ttl_ns = ttl;
+      }
     }
+    marker_ttl_ns = measured.marker_ttl_ns;
     out->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
     core::RestoreTarget target{env.source.bucket(), state->created, req.scope,
                                req.rebase ? std::nullopt : req.fold_cursor, state->first_seq,
@@ -225,6 +231,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   FoldCommit final_meta;
   final_meta.cursor = m.cursor;
   final_meta.cursor_time_ns = m.cursor_time_ns;
+  if (marker_ttl_ns > 0) final_meta.marker_ttl_ns = marker_ttl_ns;
   final_meta.stream_created = after_listing->created;
   final_meta.rebase = req.rebase;
   if (evicted || req.rebase) final_meta.eviction_observed = evicted;
@@ -267,7 +274,7 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
     if (out->marker_window_ns > 0) {
       const auto quarter = std::chrono::duration_cast<milliseconds>(
           std::chrono::nanoseconds(out->marker_window_ns / 4));
-      longest = std::clamp(quarter, milliseconds(10), longest);
+      longest = std::min(std::max(quarter, milliseconds(10)), longest);
     }
     backoff = std::min(backoff, longest);
     if (env.clock.Now() + backoff > deadline) {

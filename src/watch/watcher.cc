@@ -99,14 +99,17 @@ class WatchLoop {
     verified_ = *received_;
     verified_anchor_ = received_anchor_;
   }
-  // Fresh stream state, and the server clock's offset from clock_: the
-  // server's time less the local time before the request, so ServerNow()
-  // errs late (a window closes early, never late).
+  // Fresh stream state, and the server clock's offsets from clock_ and
+  // from the system clock: the server's time less the local time before
+  // the request, so ServerNow() errs late (a window closes early, never
+  // late).
   StatusOr<StreamState> ReadState() {
     const auto before = clock_.Now();
+    const int64_t before_system = SystemNs();
     auto state = source_.ReadStream();
     if (state.ok() && state->server_time_ns > 0) {
       server_offset_ns_ = state->server_time_ns - LocalNs(before);
+      system_offset_ns_ = state->server_time_ns - before_system;
       server_offset_known_ = true;
     }
     return state;
@@ -114,8 +117,18 @@ class WatchLoop {
   static int64_t LocalNs(Clock::TimePoint t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   }
+  static int64_t SystemNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
   // The server's clock now, as the last ReadState measured it; 0 unknown.
-  int64_t ServerNow() { return server_offset_known_ ? LocalNs(clock_.Now()) + server_offset_ns_ : 0; }
+  // The later of two estimates: the steady clock does not count a
+  // suspended host, the system clock does.
+  int64_t ServerNow() {
+    if (!server_offset_known_) return 0;
+    return std::max(LocalNs(clock_.Now()) + server_offset_ns_, SystemNs() + system_offset_ns_);
+  }
   // The marker window check of a stretch after received_ read at server
   // time `now_ns`: on failure a floor trip, and the anchor stays lost until
   // a repair re-anchors the fold.
@@ -209,6 +222,7 @@ class WatchLoop {
   // repair re-anchors the fold.
   bool anchor_lost_ = false;
   int64_t server_offset_ns_ = 0;
+  int64_t system_offset_ns_ = 0;
   bool server_offset_known_ = false;
   bool warned_ttl_without_markers_ = false;
   // The marker TTL windows are measured with (a raise counts late).
@@ -556,9 +570,10 @@ Status WatchLoop::Session(SessionEnd* end) {
           // Within a quarter of the marker window the probe re-anchors an
           // idle watch, so the next message after a quiet spell passes.
           if (const auto window = core::MarkerWindowNs(last_state_)) {
-            probe_every = std::clamp(std::chrono::duration_cast<milliseconds>(
-                                         std::chrono::nanoseconds(*window / 4)),
-                                     milliseconds(10), probe_every);
+            probe_every = std::min(std::max(std::chrono::duration_cast<milliseconds>(
+                                                std::chrono::nanoseconds(*window / 4)),
+                                            milliseconds(10)),
+                                   probe_every);
           }
         }
         break;
@@ -917,6 +932,7 @@ Status WatchLoop::Repair() {
       stream_created_ = meta->stream_created;
       eviction_observed_ = meta->eviction_observed;
       received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
+      marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
       anchor_lost_ = false;
       pending_ = core::PendingBatch();
       pending_.AdvanceTo(r.cursor, received_anchor_);
