@@ -992,6 +992,27 @@ TEST(RepairSimTest, RaisedMarkerTtlCountsOnlyForMarkersWrittenAfterIt) {
   EXPECT_EQ(LiveEntries(*n.fold), before);
 }
 
+// The same for an artifact: one anchored before a key's marker was written
+// on the old, short TTL is measured with the TTL its exporter recorded, not
+// with the bucket's raised one, by a node that has none of its own.
+TEST(RepairSimTest, ArtifactAnchoredBeforeARaiseIsMeasuredWithItsExportersTtl) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.Put("p." + std::to_string(i), "v");
+  t.b.PutWithTtl("ttl", "v", std::chrono::seconds(1));
+  Node a, b;
+  t.Start(a);
+  Artifacts arts;
+  arts.Export(*a.fold);  // "ttl" live in it
+  t.b.AdvanceTime(std::chrono::milliseconds(1200));  // its marker, on the 2 s TTL
+  t.b.SetMessageTtl(std::chrono::seconds(60));
+  t.b.AdvanceTime(std::chrono::seconds(3));  // the marker is gone
+  WatchOptions o = t.Options();
+  o.artifacts = arts.source();
+  Status s = RunNode(t.b, b, o);  // a fresh node: a first start restores
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*b.fold).count("ttl"), 0u);
+}
+
 // ---------------------------------------------------------------------------
 // Gaps an outside bug-planting check found (each guarded by a mutant).
 
