@@ -284,19 +284,19 @@ int QuietTrips(const Args& a) {
   uint64_t total = 0;
   for (long long run = 0; run < runs; ++run) {
     const std::string bucket = "quiet" + std::to_string(getpid()) + "_" + std::to_string(run);
-    const std::string cfg = "{\"name\":\"KV_" + bucket + "\",\"subjects\":[\"$KV." + bucket +
-                            ".>\"],\"max_msgs_per_subject\":1,\"max_msgs\":" +
-                            std::to_string(max_msgs) +
-                            ",\"discard\":\"old\",\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
-                            "\"allow_direct\":true,\"storage\":\"file\",\"num_replicas\":1}";
+    const std::string cfg =
+        "{\"name\":\"KV_" + bucket + "\",\"subjects\":[\"$KV." + bucket +
+        ".>\"],\"max_msgs_per_subject\":1,\"max_msgs\":" + std::to_string(max_msgs) +
+        ",\"discard\":\"old\",\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
+        "\"allow_direct\":true,\"storage\":\"file\",\"num_replicas\":1}";
     natsMsg* reply = nullptr;
     Check(natsConnection_RequestString(&reply, c.nc, ("$JS.API.STREAM.CREATE.KV_" + bucket).c_str(),
                                        cfg.c_str(), 5000),
           "create bucket");
     natsMsg_Destroy(reply);
-    Check(js_Publish(nullptr, c.js, ("$KV." + bucket + ".quiet.1").c_str(), "q", 1, nullptr,
-                     nullptr),
-          "put");
+    Check(
+        js_Publish(nullptr, c.js, ("$KV." + bucket + ".quiet.1").c_str(), "q", 1, nullptr, nullptr),
+        "put");
     kvfold::ConnectOptions co;
     co.url = server;
     auto source = kvfold::OpenNatsBucket(co, bucket);
@@ -312,7 +312,8 @@ int QuietTrips(const Args& a) {
     wo.stop = stop.get_token();
     kvfold::Status result;
     std::thread watcher([&] { result = kvfold::Watch(**source, **fold, wo); });
-    while (metrics.Snapshot().cursor != 1) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (metrics.Snapshot().cursor != 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     char subject[256];
     const auto began = Clock::now();
     for (long long i = 0; i < burst; ++i) {
@@ -329,7 +330,8 @@ int QuietTrips(const Args& a) {
     watcher.join();
     const kvfold::WatchStats s = metrics.Snapshot();
     std::printf("run %lld: %.0f puts/s, trips=%llu status=%s\n", run,
-                static_cast<double>(burst) / secs, static_cast<unsigned long long>(s.floor_guard_trips),
+                static_cast<double>(burst) / secs,
+                static_cast<unsigned long long>(s.floor_guard_trips),
                 result.ok() ? "ok" : result.ToString().c_str());
     total += s.floor_guard_trips;
   }

@@ -1,8 +1,8 @@
 #include "core/window.h"
 
-#include "core/marker_window.h"
-
 #include <gtest/gtest.h>
+
+#include "core/marker_window.h"
 
 namespace kvfold::core {
 namespace {
@@ -69,8 +69,8 @@ TEST(MarkerWindowTest, InsideOnlyWithAKnownAnchorAndClock) {
   const int64_t w = 1000;
   EXPECT_TRUE(InsideMarkerWindow(5000, 5999, w));
   EXPECT_FALSE(InsideMarkerWindow(5000, 6000, w));
-  EXPECT_FALSE(InsideMarkerWindow(0, 10, w));     // anchor unknown
-  EXPECT_FALSE(InsideMarkerWindow(5000, 0, w));   // server clock unknown
+  EXPECT_FALSE(InsideMarkerWindow(0, 10, w));      // anchor unknown
+  EXPECT_FALSE(InsideMarkerWindow(5000, 0, w));    // server clock unknown
   EXPECT_TRUE(InsideMarkerWindow(5000, 4000, w));  // a clock step back proves it younger
 }
 

@@ -61,8 +61,7 @@ bool MarkerTtl::Observe(const StreamState& s, int64_t anchor_ns) {
 }
 
 std::string DescribeMarkerWindowMiss(std::string_view what, std::string_view bucket,
-                                     int64_t anchor_ns, int64_t now_ns,
-                                     const StreamState& stream) {
+                                     int64_t anchor_ns, int64_t now_ns, const StreamState& stream) {
   std::string out(what);
   if (anchor_ns <= 0) {
     out += " has no recorded time (written by an older kvfold, or never anchored)";
@@ -70,8 +69,8 @@ std::string DescribeMarkerWindowMiss(std::string_view what, std::string_view buc
     out += " was last current at " + FormatTimeNs(anchor_ns) +
            ", and the server does not report its clock";
   } else {
-    out += " was last current at " + FormatTimeNs(anchor_ns) + " (" +
-           Seconds(now_ns - anchor_ns) + " s ago by the server's clock)";
+    out += " was last current at " + FormatTimeNs(anchor_ns) + " (" + Seconds(now_ns - anchor_ns) +
+           " s ago by the server's clock)";
   }
   out += "; limit markers on bucket " + std::string(bucket) + " live " +
          Seconds(stream.marker_ttl_ns) +
@@ -90,8 +89,8 @@ std::optional<int64_t> ParseApiTimeNs(std::string_view t) {
     return ec == std::errc() && p == t.data() + at + len;
   };
   int y, mo, d, h, mi, s;
-  if (!num(0, 4, &y) || !num(5, 2, &mo) || !num(8, 2, &d) || !num(11, 2, &h) ||
-      !num(14, 2, &mi) || !num(17, 2, &s)) {
+  if (!num(0, 4, &y) || !num(5, 2, &mo) || !num(8, 2, &d) || !num(11, 2, &h) || !num(14, 2, &mi) ||
+      !num(17, 2, &s)) {
     return std::nullopt;
   }
   int64_t frac = 0;

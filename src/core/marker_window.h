@@ -37,8 +37,7 @@ bool InsideMarkerWindow(int64_t anchor_ns, int64_t now_ns, int64_t window_ns);
 // at <time> (<n> s ago by the server's clock); limit markers on bucket B
 // live <m> s, so ...".
 std::string DescribeMarkerWindowMiss(std::string_view what, std::string_view bucket,
-                                     int64_t anchor_ns, int64_t now_ns,
-                                     const StreamState& stream);
+                                     int64_t anchor_ns, int64_t now_ns, const StreamState& stream);
 
 // The marker TTL a position's window is measured with. A marker keeps the
 // TTL it was written with, so after the bucket's marker TTL is raised (or

@@ -9,53 +9,54 @@ namespace {
 
 // Every mutation point in the code base; scripts/mutations.sh runs each.
 constexpr const char* kKnown[] = {
-    "window-skip-check",                // watcher: no window check at a session's start
-    "window-ignore-identity",           // window: a recreated stream passes
-    "window-ignore-first-seq",          // window: evicted history passes
-    "window-ignore-marker-window",      // watcher: a cursor older than the marker TTL resumes
-    "floor-ignore-marker-window",       // watcher: a stretch read after the marker TTL passes
-    "anchor-skip-refresh",              // watcher: an idle cursor's new anchor never reaches the fold
-    "marker-ttl-raise-at-once",         // marker TTL: a raise counts for markers written before it
-    "floor-skip-midwatch",              // watcher: the mid-watch floor check never trips
-    "probe-ignore-in-flight",           // catch-up proof: cursor jumps over messages in flight
-    "batch-drop-on-failure",            // watcher: a failed commit loses its batch
-    "repair-skip-flush",                // watcher: repairs without flushing what was received
-    "retention-listing-always-truth",   // retention: a listing is trusted after eviction
-    "choose-relist-on-evicting",        // policy: relist runs where the listing is not truth
-    "restore-ignore-identity",          // restore: an artifact of another stream is used
-    "restore-ignore-scope",             // restore: an artifact of a narrower scope is used
-    "restore-ignore-ahead",             // restore: a stale artifact is used
-    "restore-ignore-retention",         // restore: an artifact outside retention is used
-    "restore-ignore-marker-window",     // restore: an artifact older than the marker TTL is used
-    "restore-artifact-always-wins",     // restore: an older artifact entry replaces a newer one
-    "restore-delete-listed",            // restore: a key the bucket lists live is deleted
-    "repair-never-deletes",             // relist/restore: unlisted keys are kept
-    "relist-skip-recheck",              // relist: retention is not read again after the listing
-    "repair-skip-last-check",           // relist/restore: a key the listing raced is deleted
+    "window-skip-check",            // watcher: no window check at a session's start
+    "window-ignore-identity",       // window: a recreated stream passes
+    "window-ignore-first-seq",      // window: evicted history passes
+    "window-ignore-marker-window",  // watcher: a cursor older than the marker TTL resumes
+    "floor-ignore-marker-window",   // watcher: a stretch read after the marker TTL passes
+    "anchor-skip-refresh",          // watcher: an idle cursor's new anchor never reaches the fold
+    "marker-ttl-raise-at-once",     // marker TTL: a raise counts for markers written before it
+    "floor-skip-midwatch",          // watcher: the mid-watch floor check never trips
+    "probe-ignore-in-flight",       // catch-up proof: cursor jumps over messages in flight
+    "batch-drop-on-failure",        // watcher: a failed commit loses its batch
+    "repair-skip-flush",            // watcher: repairs without flushing what was received
+    "retention-listing-always-truth",     // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",          // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",            // restore: an artifact of another stream is used
+    "restore-ignore-scope",               // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",               // restore: a stale artifact is used
+    "restore-ignore-retention",           // restore: an artifact outside retention is used
+    "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
+    "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
+    "restore-delete-listed",              // restore: a key the bucket lists live is deleted
+    "repair-never-deletes",               // relist/restore: unlisted keys are kept
+    "relist-skip-recheck",                // relist: retention is not read again after the listing
+    "repair-skip-last-check",             // relist/restore: a key the listing raced is deleted
     "repair-delete-at-listing-revision",  // relist/restore: a raced delete's tombstone predates it
-    "restore-ignore-artifact-scope",    // restore: a wider artifact's keys outside the scope land
-    "commit-failures-never-reset",      // watcher: separated commit failures count as consecutive
-    "restore-skip-recheck-after-last",  // restore: a key evicted while checked is deleted
-    "watch-trust-unanchored",           // watcher: a fold with data and no cursor is trusted
-    "restore-cursor-every-chunk",       // restore: the cursor moves before the final commit
-    "restore-skip-verify-pass",         // restore: writes before the whole artifact verified
-    "fold-cursor-backward",             // stores: the cursor may move backward
-    "fold-message-ignore-revision",     // core: an older message overwrites a newer entry
-    "apply-skip-read",                  // watcher: folds without reading at or below max_revision
-    "fold-max-revision-stale",          // stores: a commit does not raise max_revision
-    "fold-cursor-own-write",            // rocks fold: the cursor is written before its entries
-    "fold-skip-wal-sync",               // rocks fold: a commit returns before its WAL is synced
-    "seed-skip-verify-pass",            // seed: writes before the whole artifact verified
-    "seed-cursor-every-commit",         // seed: cursor set before the final commit
-    "pointer-any-direction",            // pointer rule: the pointer may move backward
-    "manifest-skip-checksum",           // manifest frame: checksum not checked
-    "chunk-skip-sha256",                // chunk reader: SHA-256 not checked
+    "restore-ignore-artifact-scope",      // restore: a wider artifact's keys outside the scope land
+    "commit-failures-never-reset",        // watcher: separated commit failures count as consecutive
+    "restore-skip-recheck-after-last",    // restore: a key evicted while checked is deleted
+    "watch-trust-unanchored",             // watcher: a fold with data and no cursor is trusted
+    "restore-cursor-every-chunk",         // restore: the cursor moves before the final commit
+    "restore-skip-verify-pass",           // restore: writes before the whole artifact verified
+    "fold-cursor-backward",               // stores: the cursor may move backward
+    "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
+    "apply-skip-read",                    // watcher: folds without reading at or below max_revision
+    "fold-max-revision-stale",            // stores: a commit does not raise max_revision
+    "fold-cursor-own-write",              // rocks fold: the cursor is written before its entries
+    "fold-skip-wal-sync",                 // rocks fold: a commit returns before its WAL is synced
+    "seed-skip-verify-pass",              // seed: writes before the whole artifact verified
+    "seed-cursor-every-commit",           // seed: cursor set before the final commit
+    "pointer-any-direction",              // pointer rule: the pointer may move backward
+    "manifest-skip-checksum",             // manifest frame: checksum not checked
+    "chunk-skip-sha256",                  // chunk reader: SHA-256 not checked
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
     "delivery-ignore-rollup-skip",    // watcher: a purge the server jumped to is folded
     // (tests/live/watch_live_test.cc, a limit marker published by hand):
-    "last-of-key-ignore-marker",  // nats bucket: a key's last message that is a marker reads as a put
+    "last-of-key-ignore-marker",  // nats bucket: a key's last message that is a marker reads as a
+                                  // put
     // Caught by the power-cut simulation (tests/sim/power_cut_test.cc):
     "dir-skip-file-fsync",  // directory transport: renames an object before its data is synced
     "dir-skip-dir-fsync",   // directory transport: a rename is not made durable

@@ -27,7 +27,8 @@ std::string DescribeRetention(const StreamState& s, const Retention& r) {
   if (s.max_bytes > 0) add("max_bytes " + std::to_string(s.max_bytes));
   if (s.max_age_ns > 0) add("max_age " + std::to_string(s.max_age_ns / 1000000) + " ms");
   if (s.allow_msg_ttl) add("per-message TTL");
-  if (s.marker_ttl_ns > 0) add("limit markers " + std::to_string(s.marker_ttl_ns / 1000000) + " ms");
+  if (s.marker_ttl_ns > 0)
+    add("limit markers " + std::to_string(s.marker_ttl_ns / 1000000) + " ms");
   add(s.discard_new ? "discard new" : "discard old");
   std::string out = r.evicts_current_values ? "evicts current values" : "keeps current values";
   out += " (" + limits + "), first retained revision " + std::to_string(s.first_seq) +

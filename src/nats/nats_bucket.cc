@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/base64.h"
 #include "core/json_fields.h"
 #include "core/marker_window.h"
 #include "core/mutation.h"
-#include "core/base64.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"

@@ -48,9 +48,13 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
     }
     marker_ttl_ns = measured.marker_ttl_ns;
     out->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
-    core::RestoreTarget target{env.source.bucket(), state->created, req.scope,
-                               req.rebase ? std::nullopt : req.fold_cursor, state->first_seq,
-                               measured.marker_ttl_ns, state->server_time_ns};
+    core::RestoreTarget target{env.source.bucket(),
+                               state->created,
+                               req.scope,
+                               req.rebase ? std::nullopt : req.fold_cursor,
+                               state->first_seq,
+                               measured.marker_ttl_ns,
+                               state->server_time_ns};
     Status s = core::CheckRestore(m, target);
     if (!s.ok()) return s.WithContext(when);
     return state;

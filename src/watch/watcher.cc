@@ -317,14 +317,14 @@ Status WatchLoop::Run() {
 
 void WatchLoop::NoteRetention(const StreamState& state) {
   // The anchor of the cursor as it would be committed now.
-  const int64_t anchor = anchor_lost_ ? 0
+  const int64_t anchor = anchor_lost_                           ? 0
                          : received_ && *received_ <= verified_ ? received_anchor_
                                                                 : verified_anchor_;
   if (marker_ttl_.Observe(state, anchor)) {
     pending_.meta().marker_ttl_ns = marker_ttl_.effective_ns();
     Log("limit-marker TTL for the marker window: " +
-        std::to_string(marker_ttl_.effective_ns() / 1000000) + " ms (the bucket's: " +
-        std::to_string(state.marker_ttl_ns / 1000000) + " ms)");
+        std::to_string(marker_ttl_.effective_ns() / 1000000) +
+        " ms (the bucket's: " + std::to_string(state.marker_ttl_ns / 1000000) + " ms)");
   }
   last_state_ = marker_ttl_.Apply(state);
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
@@ -371,15 +371,14 @@ void WatchLoop::CheckStart(const StreamState& state) {
     const StreamState measured = marker_ttl_.Apply(state);
     const auto window = core::MarkerWindowNs(measured);
     if (frontier && window && !KVFOLD_MUTANT("window-ignore-marker-window") &&
-        (anchor_lost_ || !core::InsideMarkerWindow(received_anchor_, state.server_time_ns,
-                                                   *window))) {
-      return NeedRepair(
-          core::RepairCause::kExpired,
-          anchor_lost_ ? "a stretch after sequence " + std::to_string(verified_) +
-                             " was read outside the marker window"
-                       : core::DescribeMarkerWindowMiss("cursor " + std::to_string(*received_),
-                                                        source_.bucket(), received_anchor_,
-                                                        state.server_time_ns, measured));
+        (anchor_lost_ ||
+         !core::InsideMarkerWindow(received_anchor_, state.server_time_ns, *window))) {
+      return NeedRepair(core::RepairCause::kExpired,
+                        anchor_lost_ ? "a stretch after sequence " + std::to_string(verified_) +
+                                           " was read outside the marker window"
+                                     : core::DescribeMarkerWindowMiss(
+                                           "cursor " + std::to_string(*received_), source_.bucket(),
+                                           received_anchor_, state.server_time_ns, measured));
     }
   }
   if (received_ || sync_next_) return;
@@ -720,11 +719,11 @@ bool WatchLoop::MarkerStretchHolds(int64_t now_ns, const std::string& stretch) {
   anchor_lost_ = true;
   if (repair_cause_) return false;
   if (opt_.metrics && first) opt_.metrics->RecordFloorTrip();
-  NeedRepair(core::RepairCause::kFloorTrip,
-             stretch + " was read outside the marker window: " +
-                 core::DescribeMarkerWindowMiss("sequence " + std::to_string(received_.value_or(0)),
-                                                source_.bucket(), received_anchor_, now_ns,
-                                                last_state_));
+  NeedRepair(
+      core::RepairCause::kFloorTrip,
+      stretch + " was read outside the marker window: " +
+          core::DescribeMarkerWindowMiss("sequence " + std::to_string(received_.value_or(0)),
+                                         source_.bucket(), received_anchor_, now_ns, last_state_));
   return false;
 }
 

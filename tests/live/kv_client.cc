@@ -165,7 +165,8 @@ uint64_t KvClient::PutBatch(const std::string& bucket,
     natsMsg* reply = nullptr;
     natsStatus s = natsConnection_RequestMsg(&reply, nc_, msg, 5000);
     natsMsg_Destroy(msg);
-    if (s != NATS_OK) throw std::runtime_error("batch publish: " + std::string(natsStatus_GetText(s)));
+    if (s != NATS_OK)
+      throw std::runtime_error("batch publish: " + std::string(natsStatus_GetText(s)));
     const std::string body(natsMsg_GetData(reply), natsMsg_GetDataLength(reply));
     natsMsg_Destroy(reply);
     if (!commit) {
@@ -184,7 +185,8 @@ uint64_t KvClient::PutBatch(const std::string& bucket,
 }
 bool KvClient::HasLimitMarkers(const std::string& bucket) {
   const json cfg = StreamInfo(bucket)["config"];
-  return cfg.value("allow_msg_ttl", false) && cfg.value("subject_delete_marker_ttl", int64_t{0}) > 0;
+  return cfg.value("allow_msg_ttl", false) &&
+         cfg.value("subject_delete_marker_ttl", int64_t{0}) > 0;
 }
 uint64_t KvClient::Delete(const std::string& bucket, const std::string& key) {
   return Write(bucket, key, "", "DEL");

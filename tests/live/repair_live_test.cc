@@ -431,7 +431,6 @@ TEST_F(RepairLiveTest, RecreatedBucketIsRebuiltUnderAuto) {
   EXPECT_EQ(n->fold->ReadMeta()->cursor, kv_.LastSeq("re"));
 }
 
-
 // Per-message TTL and limit markers (nats-server 2.11+; skipped where the
 // server drops the config): the scenario. B stops; while it is
 // down keys created with a TTL expire, their markers are written and

@@ -149,8 +149,8 @@ TEST_F(WatchLiveTest, LimitMarkerIsADeleteOnEveryReadPath) {
 // as the running total in JSON, which is the key's value; it folds as
 // that. Skipped where the server drops the config.
 TEST_F(WatchLiveTest, CounterIncrementsFoldAsTheStoredTotal) {
-  kv_.CreateBucket("ctr", {{"allow_msg_counter", true}, {"max_msgs_per_subject", 1},
-                           {"discard", "old"}});
+  kv_.CreateBucket("ctr",
+                   {{"allow_msg_counter", true}, {"max_msgs_per_subject", 1}, {"discard", "old"}});
   if (!kv_.StreamInfo("ctr")["config"].value("allow_msg_counter", false)) {
     GTEST_SKIP() << "this server has no counters";
   }

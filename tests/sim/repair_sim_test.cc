@@ -803,7 +803,6 @@ TEST(RepairSimTest, RepairFlushesARequeuedBatchFirst) {
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
-
 // ---------------------------------------------------------------------------
 // Per-message TTL and limit markers (SPEC §4, nats-server 2.11+). An expiry
 // that empties a key writes a marker, and the marker expires in turn with
@@ -921,7 +920,8 @@ TEST(RepairSimTest, IdleMirrorStaysInsideTheMarkerWindow) {
 // expired keys live. Mutant floor-ignore-marker-window does.
 TEST(RepairSimTest, StretchReadAfterTheMarkerTtlTripsTheFloorGuard) {
   TtlBucket t(std::chrono::seconds(2));
-  for (int i = 0; i < 5; ++i) t.b.PutWithTtl("ttl." + std::to_string(i), "v", std::chrono::seconds(3));
+  for (int i = 0; i < 5; ++i)
+    t.b.PutWithTtl("ttl." + std::to_string(i), "v", std::chrono::seconds(3));
   Node n;
   t.Start(n);
   for (int i = 0; i < 50; ++i) t.b.Put("p." + std::to_string(i), "v");
@@ -970,7 +970,6 @@ TEST(RepairSimTest, ArtifactOlderThanTheMarkerTtlIsNotRestored) {
   EXPECT_EQ(LiveEntries(*b.fold), entries_before);
 }
 
-
 // A marker keeps the TTL it was written with. The bucket's marker TTL is
 // raised while the node is down, after a key it holds expired and its
 // marker (on the old, short TTL) came and went: the node must measure its
@@ -1002,7 +1001,7 @@ TEST(RepairSimTest, ArtifactAnchoredBeforeARaiseIsMeasuredWithItsExportersTtl) {
   Node a, b;
   t.Start(a);
   Artifacts arts;
-  arts.Export(*a.fold);  // "ttl" live in it
+  arts.Export(*a.fold);                              // "ttl" live in it
   t.b.AdvanceTime(std::chrono::milliseconds(1200));  // its marker, on the 2 s TTL
   t.b.SetMessageTtl(std::chrono::seconds(60));
   t.b.AdvanceTime(std::chrono::seconds(3));  // the marker is gone

@@ -692,7 +692,8 @@ std::vector<Scenario> Scenarios() {
   // A whole-bucket exporter serves a node of two prefixes: what the
   // restore takes is filtered to the node's scope (the at-rest oracle
   // flags any key outside it).
-  s.push_back({"scoped-from-wider", [](Harness& h) {
+  s.push_back({"scoped-from-wider",
+               [](Harness& h) {
                  h.scope = *Scope::Make({"a.", "c"});
                  h.whole_bucket_exporter = true;
                  h.b.SetMaxMsgs(20);
@@ -705,7 +706,8 @@ std::vector<Scenario> Scenarios() {
                  }
                  h.KeepUpAndExport();
                  h.Run(h.Options());
-               }, true});
+               },
+               true});
   // Deletes, purges and a put race the relist's listing.
   s.push_back({"relist-races-deletes", [](Harness& h) {
                  h.b.SetHistoryOne(true);

@@ -144,7 +144,7 @@ constexpr int64_t kEpochNs = int64_t{1767225600} * 1000000000;  // 2026-01-01
 int64_t SimBucket::NowNs() const {
   if (time_clock_ != nullptr) {
     return kEpochNs + std::chrono::duration_cast<std::chrono::nanoseconds>(time_clock_->Now() -
-                                                                        time_clock_start_)
+                                                                           time_clock_start_)
                           .count();
   }
   return kEpochNs + now_s_ * 1000000000 + now_extra_ns_;
@@ -167,9 +167,8 @@ void SimBucket::SetMessageTtl(std::chrono::milliseconds marker_ttl) {
 uint64_t SimBucket::PutWithTtl(const std::string& key, const std::string& value,
                                std::chrono::milliseconds ttl) {
   const uint64_t seq = Append(key, Op::kPut, value);
-  log_[seq - 1].expires_ns =
-      log_[seq - 1].message.time_ns +
-      std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count();
+  log_[seq - 1].expires_ns = log_[seq - 1].message.time_ns +
+                             std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count();
   return seq;
 }
 
@@ -232,9 +231,7 @@ void SimBucket::SetMaxBytes(int64_t max_bytes) { max_bytes_ = max_bytes; }
 
 void SimBucket::SetMaxAge(std::chrono::seconds max_age) { max_age_s_ = max_age.count(); }
 
-void SimBucket::AdvanceTime(std::chrono::seconds by) {
-  AdvanceTime(std::chrono::milliseconds(by));
-}
+void SimBucket::AdvanceTime(std::chrono::seconds by) { AdvanceTime(std::chrono::milliseconds(by)); }
 
 void SimBucket::AdvanceTime(std::chrono::milliseconds by) {
   now_extra_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(by).count();
