@@ -63,6 +63,8 @@ TEST(MarkerWindowTest, AppliesOnlyWhereTheBucketWritesMarkers) {
   EXPECT_EQ(MarkerWindowNs(s), int64_t{54} * 1000000000);
   s.marker_ttl_ns = 1000000000;  // at least 250 ms off
   EXPECT_EQ(MarkerWindowNs(s), 750000000);
+  EXPECT_EQ(QuarterWindow(750000000), std::chrono::milliseconds(187));
+  EXPECT_EQ(QuarterWindow(8000000), std::chrono::milliseconds(10));  // at least 10 ms
 }
 
 TEST(MarkerWindowTest, InsideOnlyWithAKnownAnchorAndClock) {

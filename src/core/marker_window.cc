@@ -28,6 +28,12 @@ std::optional<int64_t> MarkerWindowNs(const StreamState& stream) {
   return stream.marker_ttl_ns - margin;
 }
 
+std::chrono::milliseconds QuarterWindow(int64_t window_ns) {
+  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::nanoseconds(window_ns / 4)),
+                  std::chrono::milliseconds(10));
+}
+
 bool InsideMarkerWindow(int64_t anchor_ns, int64_t now_ns, int64_t window_ns) {
   if (anchor_ns <= 0 || now_ns <= 0) return false;
   return now_ns - anchor_ns < window_ns;

@@ -14,6 +14,7 @@
 #ifndef KVFOLD_CORE_MARKER_WINDOW_H_
 #define KVFOLD_CORE_MARKER_WINDOW_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -27,6 +28,11 @@ namespace kvfold::core {
 // limit markers (the rule does not apply). The margin is a tenth of M, at
 // least 250 ms: clock steps between a cluster's leaders, a reply's delay.
 std::optional<int64_t> MarkerWindowNs(const StreamState& stream);
+
+// How often a reader re-checks against window `window_ns` so that it never
+// misses it: a quarter of it, at least 10 ms (an idle probe's pace, a
+// restore's wait for a fresh artifact).
+std::chrono::milliseconds QuarterWindow(int64_t window_ns);
 
 // True when a reader anchored at `anchor_ns` may still read on at server
 // time `now_ns` under window `window_ns`. An unknown anchor or server time

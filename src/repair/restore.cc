@@ -276,9 +276,7 @@ Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out)
     const std::string reason = s.ToString();
     milliseconds longest = opt.reconnect_backoff_max;
     if (out->marker_window_ns > 0) {
-      const auto quarter = std::chrono::duration_cast<milliseconds>(
-          std::chrono::nanoseconds(out->marker_window_ns / 4));
-      longest = std::min(std::max(quarter, milliseconds(10)), longest);
+      longest = std::min(core::QuarterWindow(out->marker_window_ns), longest);
     }
     backoff = std::min(backoff, longest);
     if (env.clock.Now() + backoff > deadline) {

@@ -85,13 +85,18 @@ class WatchLoop {
     if (ClassifyRetention(state, false).evicts_current_values) return verified_;
     return std::max(verified_, relist_floor_);
   }
+  // The cursor a commit would carry now, min(received_, verified_), and
+  // that position's anchor.
   void AdvanceCursor() {
-    if (!received_) return;
-    if (*received_ <= verified_) {
-      pending_.AdvanceTo(*received_, received_anchor_);
-    } else {
-      pending_.AdvanceTo(verified_, verified_anchor_);
-    }
+    if (received_) pending_.AdvanceTo(std::min(*received_, verified_), CursorAnchor());
+  }
+  int64_t CursorAnchor() const {
+    return received_ && *received_ <= verified_ ? received_anchor_ : verified_anchor_;
+  }
+  // The stream stored nothing after received_ as of server time `ts_ns`.
+  void ReanchorReceived(int64_t ts_ns) {
+    received_anchor_ = std::max(received_anchor_, ts_ns);
+    if (received_ && verified_ == *received_) verified_anchor_ = received_anchor_;
   }
   // verified_ := received_ (everything received is proven), with its anchor.
   void VerifyReceived() {
@@ -316,11 +321,7 @@ Status WatchLoop::Run() {
 }
 
 void WatchLoop::NoteRetention(const StreamState& state) {
-  // The anchor of the cursor as it would be committed now.
-  const int64_t anchor = anchor_lost_                           ? 0
-                         : received_ && *received_ <= verified_ ? received_anchor_
-                                                                : verified_anchor_;
-  if (marker_ttl_.Observe(state, anchor)) {
+  if (marker_ttl_.Observe(state, anchor_lost_ ? 0 : CursorAnchor())) {
     pending_.meta().marker_ttl_ns = marker_ttl_.effective_ns();
     Log("limit-marker TTL for the marker window: " +
         std::to_string(marker_ttl_.effective_ns() / 1000000) +
@@ -365,8 +366,7 @@ void WatchLoop::CheckStart(const StreamState& state) {
     // The marker window, by the server's own clock in this very reply. A
     // stream that stored nothing after the position is current by itself.
     if (frontier && received_ && state.last_seq <= *received_ && !anchor_lost_) {
-      received_anchor_ = std::max(received_anchor_, state.server_time_ns);
-      if (verified_ == *received_) verified_anchor_ = received_anchor_;
+      ReanchorReceived(state.server_time_ns);
     }
     const StreamState measured = marker_ttl_.Apply(state);
     const auto window = core::MarkerWindowNs(measured);
@@ -569,10 +569,7 @@ Status WatchLoop::Session(SessionEnd* end) {
           // Within a quarter of the marker window the probe re-anchors an
           // idle watch, so the next message after a quiet spell passes.
           if (const auto window = core::MarkerWindowNs(last_state_)) {
-            probe_every = std::min(std::max(std::chrono::duration_cast<milliseconds>(
-                                                std::chrono::nanoseconds(*window / 4)),
-                                            milliseconds(10)),
-                                   probe_every);
+            probe_every = std::min(core::QuarterWindow(*window), probe_every);
           }
         }
         break;
@@ -761,9 +758,7 @@ Status WatchLoop::Probe() {
     if (!second.ok()) return second.status();
     if (repair_cause_) return Status::OK();
   } else if (received_ && last <= *received_ && !anchor_lost_) {
-    // Nothing at all after received_ as of the first read.
-    received_anchor_ = std::max(received_anchor_, first->server_time_ns);
-    if (verified_ == *received_) verified_anchor_ = received_anchor_;
+    ReanchorReceived(first->server_time_ns);  // nothing at all after received_
     AdvanceCursor();
   }
   return TryCommit(/*force=*/true);
