@@ -926,16 +926,27 @@ TEST(RepairSimTest, StretchReadAfterTheMarkerTtlTripsTheFloorGuard) {
   t.Start(n);
   for (int i = 0; i < 50; ++i) t.b.Put("p." + std::to_string(i), "v");
   bool stalled = false;
+  uint64_t after = 0;
   auto stall = [&](const Change& c) {
     if (!stalled && c.key == "p.10") {
       stalled = true;
       t.b.AdvanceTime(std::chrono::seconds(10));  // markers written at 3 s, gone at 5 s
-      t.b.Put("z", "after");
+      after = t.b.Put("z", "after");
     }
     return Status::OK();
   };
+  // Not "until caught up": that target is the stream's end before the
+  // stall, and the run could end there, before it reads the stretch
+  // (timing-dependent with a background committer). The watch runs until
+  // it trips; a cursor that reaches "z" (no trip) stops it instead.
   WatchOptions o = t.Options();
   o.batch_size = 1;
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.on_applied = [&](uint64_t cursor) {
+    if (after != 0 && cursor >= after) stop.request_stop();
+  };
   Status s = RunNode(t.b, n, o, nullptr, stall);
   ASSERT_TRUE(stalled);
   ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
