@@ -68,7 +68,8 @@ namespace {
 // with the test process.
 pid_t Spawn(const std::vector<std::string>& args) {
   const char* env = std::getenv("KVFOLD_NATS_SERVER");
-  const std::string bin = env != nullptr ? env : "nats-server";
+  // Empty counts as unset, as in scripts/nats-server.sh.
+  const std::string bin = env != nullptr && *env != '\0' ? env : "nats-server";
   std::vector<char*> argv{const_cast<char*>(bin.c_str())};
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

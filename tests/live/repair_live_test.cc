@@ -372,17 +372,33 @@ TEST_F(RepairLiveTest, QuietPrefixStaysUpUnderChurnAndARealOverrunTrips) {
   EXPECT_GT(written, 9000u);
   EXPECT_FALSE(n->Logged("floor guard trip"));
   EXPECT_FALSE(n->Logged("repair:"));
-  // Now a real overrun: the mirror sits in its hook on q.2 while q.3 is
-  // written and evicted by churn before the server sends it.
+  // Now a real overrun of the prefix: the mirror sits in its hook on q.2
+  // while 10,000 more q. keys of 4 KiB are written, 40 MB, more than flow
+  // control lets the server push while the hook holds; retention (3,000
+  // messages) evicts what it could not send. (A single q.3 written behind
+  // q.2 is no overrun: the server pushes it into the client's buffer at
+  // once, and whether the guard may pass it depends on timing.)
   hold.store(true);
   kv_.Put("pc", "q.2", "held");
-  std::this_thread::sleep_for(milliseconds(200));
-  kv_.Put("pc", "q.3", "overrun");
-  for (int i = 0; i < 6000; ++i) kv_.PutNoAck("pc", "churn." + std::to_string(i % 500), "y");
-  kv_.Flush();
+  const std::string value(4096, 'x');
+  for (int i = 0; i < 10000; ++i) {
+    kv_.PutNoAck("pc", "q.bulk." + std::to_string(i), value);
+    if (i % 1000 == 999) kv_.Flush();
+  }
   kv_.WaitForLastSeq("pc", kv_.LastSeq("pc"));
   hold.store(false);
-  mirror.join();  // ends by itself: the trip needs a restore, and there is no artifact
+  // The trip ends the mirror by itself (it needs a restore, and there is no
+  // artifact); a missed trip fails here instead of hanging the suite.
+  std::thread watchdog([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!stop.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    stop.request_stop();
+  });
+  mirror.join();
+  stop.request_stop();
+  watchdog.join();
   EXPECT_TRUE(status.IsCursorExpired()) << status.ToString();
   EXPECT_TRUE(n->Logged("floor guard trip"));
 }
