@@ -43,7 +43,8 @@ enum class ExpiryRepair {
 };
 
 std::string_view ExpiryRepairName(ExpiryRepair repair);  // "none", "relist", ...
-// Parses "none", "relist", "restore" or "auto"; InvalidArgument otherwise.
+// Parses "auto", "relist", "restore" or "none"; InvalidArgument naming the
+// choices otherwise.
 StatusOr<ExpiryRepair> ParseExpiryRepair(std::string_view name);
 
 // Where Restore finds artifacts. The product's implementation reads a

@@ -364,7 +364,10 @@ Runner AddMirrorCommand(CLI::App& app) {
                   "expiry repair: auto (default; relist where the key listing is the truth, "
                   "else restore; never lossy), relist, restore, none (warns: deleted or "
                   "aged-out keys may persist)")
-      ->check(CLI::IsMember({"auto", "relist", "restore", "none"}));
+      ->check([](const std::string& name) {
+        auto policy = ParseExpiryRepair(name);
+        return policy.ok() ? std::string() : policy.status().message();
+      });
   cmd->add_option("--artifacts", flags->artifacts,
                   "where restore finds artifacts: dir:PATH or obj:BUCKET")
       ->check(kArtifactLocation);

@@ -5,7 +5,39 @@
 #include "core/marker_window.h"
 #include "core/mutation.h"
 
-namespace kvfold::core {
+namespace kvfold {
+
+namespace {
+constexpr ExpiryRepair kPolicies[] = {ExpiryRepair::kAuto, ExpiryRepair::kRelist,
+                                      ExpiryRepair::kRestore, ExpiryRepair::kNone};
+}  // namespace
+
+// The policy's names, beside the rule that picks by policy.
+std::string_view ExpiryRepairName(ExpiryRepair repair) {
+  switch (repair) {
+    case ExpiryRepair::kNone:
+      return "none";
+    case ExpiryRepair::kRelist:
+      return "relist";
+    case ExpiryRepair::kRestore:
+      return "restore";
+    case ExpiryRepair::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+StatusOr<ExpiryRepair> ParseExpiryRepair(std::string_view name) {
+  std::string names;
+  for (ExpiryRepair r : kPolicies) {
+    if (name == ExpiryRepairName(r)) return r;
+    names += std::string(names.empty() ? "" : ", ") + std::string(ExpiryRepairName(r));
+  }
+  return Status::InvalidArgument("unknown repair policy \"" + std::string(name) + "\"; choose " +
+                                 names);
+}
+
+namespace core {
 
 const char* RepairCauseName(RepairCause cause) {
   switch (cause) {
@@ -184,4 +216,5 @@ std::chrono::milliseconds NextFloorProbe(const StreamState& stream, uint64_t fro
   return std::clamp(next, shortest, std::max(shortest, longest));
 }
 
-}  // namespace kvfold::core
+}  // namespace core
+}  // namespace kvfold

@@ -33,29 +33,6 @@ class TransportArtifactSource final : public ArtifactSource {
 
 }  // namespace
 
-std::string_view ExpiryRepairName(ExpiryRepair repair) {
-  switch (repair) {
-    case ExpiryRepair::kNone:
-      return "none";
-    case ExpiryRepair::kRelist:
-      return "relist";
-    case ExpiryRepair::kRestore:
-      return "restore";
-    case ExpiryRepair::kAuto:
-      return "auto";
-  }
-  return "?";
-}
-
-StatusOr<ExpiryRepair> ParseExpiryRepair(std::string_view name) {
-  for (auto r : {ExpiryRepair::kNone, ExpiryRepair::kRelist, ExpiryRepair::kRestore,
-                 ExpiryRepair::kAuto}) {
-    if (name == ExpiryRepairName(r)) return r;
-  }
-  return Status::InvalidArgument("unknown repair policy \"" + std::string(name) +
-                                 "\"; choose auto, relist, restore or none");
-}
-
 std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions verify) {
   return std::make_unique<TransportArtifactSource>(from, std::move(verify));
 }

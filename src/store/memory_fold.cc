@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kvfold/fold.h"
+#include "core/meta_merge.h"
 #include "core/mutation.h"
 #include "store/record_codec.h"
 
@@ -68,14 +69,8 @@ class MemoryFold final : public Fold {
 
   Status Commit(const FoldCommit& commit) override {
     std::lock_guard lock(mu_);
-    const bool rebase = commit.rebase && commit.stream_created;
-    if (commit.cursor && meta_.cursor && *commit.cursor < *meta_.cursor && !rebase &&
-        !KVFOLD_MUTANT("fold-cursor-backward")) {
-      return Status::FailedPrecondition(
-          "refusing to move the fold's cursor backward from " +
-          std::to_string(*meta_.cursor) + " to " +
-          std::to_string(*commit.cursor));
-    }
+    FoldMeta merged = meta_;
+    KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &merged));
     if (commit.counts) {
       // Checked against what this fold would count itself, so a caller's
       // wrong view shows in every test that uses it.
@@ -104,21 +99,11 @@ class MemoryFold final : public Fold {
         meta_.max_revision = std::max(meta_.max_revision, entry.revision);
       }
     }
-    if (commit.cursor_time_ns) {
-      meta_.cursor_time_ns = *commit.cursor_time_ns;
-    } else if (commit.cursor && commit.cursor != meta_.cursor) {
-      meta_.cursor_time_ns = 0;  // a new cursor, anchor unknown
-    }
-    if (commit.cursor) meta_.cursor = commit.cursor;
-    if (commit.marker_ttl_ns) meta_.marker_ttl_ns = *commit.marker_ttl_ns;
-    if (commit.bucket) meta_.bucket = *commit.bucket;
-    if (commit.scope) meta_.scope = commit.scope;
-    if (commit.stream_created) meta_.stream_created = *commit.stream_created;
-    if (commit.seeding) meta_.seeding = *commit.seeding;
-    if (commit.eviction_observed && (*commit.eviction_observed || rebase)) {
-      meta_.eviction_observed = *commit.eviction_observed;
-    }
-    if (commit.last_repair) meta_.last_repair = *commit.last_repair;
+    // The counts are this fold's own; every other field is the merge's.
+    merged.live_keys = meta_.live_keys;
+    merged.entries = meta_.entries;
+    merged.max_revision = meta_.max_revision;
+    meta_ = std::move(merged);
     return Status::OK();
   }
 

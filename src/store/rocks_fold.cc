@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvfold/fold.h"
+#include "core/meta_merge.h"
 #include "core/mutation.h"
 #include "store/record_codec.h"
 #include "store/rocks_fold_env.h"
@@ -142,14 +143,9 @@ class RocksFold final : public Fold {
     }
     auto current = ReadMetaAt(rocksdb::ReadOptions());
     if (!current.ok()) return current.status();
-    FoldMeta meta = *current;
-    const bool rebase = commit.rebase && commit.stream_created;
-    if (commit.cursor && meta.cursor && *commit.cursor < *meta.cursor && !rebase &&
-        !KVFOLD_MUTANT("fold-cursor-backward")) {
-      return Status::FailedPrecondition(
-          "refusing to move the fold's cursor backward from " +
-          std::to_string(*meta.cursor) + " to " + std::to_string(*commit.cursor));
-    }
+    const FoldMeta& before = *current;
+    FoldMeta meta = before;
+    KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &meta));
     rocksdb::WriteBatch batch;
     if (commit.clear_entries) {
       const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
@@ -196,9 +192,18 @@ class RocksFold final : public Fold {
     auto put_meta = [&batch](std::string_view name, const std::string& v) {
       batch.Put(store::MetaStoreKey(name), v);
     };
-    if (commit.cursor && KVFOLD_MUTANT("fold-cursor-own-write")) {
+    // What the merge changed is stored; the rest stays as it is.
+    auto put_or_delete = [&](std::string_view name, bool present, const std::string& v) {
+      if (present) {
+        put_meta(name, v);
+      } else {
+        batch.Delete(store::MetaStoreKey(name));
+      }
+    };
+    const bool cursor_moved = meta.cursor != before.cursor;
+    if (cursor_moved && KVFOLD_MUTANT("fold-cursor-own-write")) {
       rocksdb::WriteBatch first;  // the planted bug: the cursor ahead of its entries
-      first.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*commit.cursor));
+      first.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
       rocksdb::WriteOptions wo;
       wo.sync = options_.sync;
       auto s = db_->Write(wo, &first);
@@ -206,35 +211,28 @@ class RocksFold final : public Fold {
         write_failed_ = true;
         return FromRocks(s, "committing to fold " + path_);
       }
-    } else if (commit.cursor) {
-      put_meta(kCursorName, store::EncodeU64(*commit.cursor));
+    } else if (cursor_moved) {
+      put_meta(kCursorName, store::EncodeU64(*meta.cursor));
     }
-    if (commit.cursor_time_ns) {
-      put_meta(kCursorTimeName, store::EncodeU64(static_cast<uint64_t>(*commit.cursor_time_ns)));
-    } else if (commit.cursor && commit.cursor != meta.cursor) {
-      batch.Delete(store::MetaStoreKey(kCursorTimeName));  // a new cursor, anchor unknown
+    if (meta.cursor_time_ns != before.cursor_time_ns) {
+      put_or_delete(kCursorTimeName, meta.cursor_time_ns != 0,
+                    store::EncodeU64(static_cast<uint64_t>(meta.cursor_time_ns)));
     }
-    if (commit.marker_ttl_ns) {
-      put_meta(kMarkerTtlName, store::EncodeU64(static_cast<uint64_t>(*commit.marker_ttl_ns)));
+    if (meta.marker_ttl_ns != before.marker_ttl_ns) {
+      put_meta(kMarkerTtlName, store::EncodeU64(static_cast<uint64_t>(meta.marker_ttl_ns)));
     }
-    if (commit.bucket) put_meta(kBucketName, *commit.bucket);
-    if (commit.scope) put_meta(kScopeName, store::EncodeStringList(*commit.scope));
-    if (commit.stream_created) put_meta(kCreatedName, *commit.stream_created);
-    if (commit.seeding) {
-      if (commit.seeding->empty()) {
-        batch.Delete(store::MetaStoreKey(kSeedingName));
-      } else {
-        put_meta(kSeedingName, *commit.seeding);
-      }
+    if (meta.bucket != before.bucket) put_meta(kBucketName, meta.bucket);
+    if (meta.scope != before.scope && meta.scope) {
+      put_meta(kScopeName, store::EncodeStringList(*meta.scope));
     }
-    if (commit.eviction_observed) {
-      if (*commit.eviction_observed) {
-        put_meta(kEvictionName, "1");
-      } else if (rebase) {  // a rebuilt fold starts the new stream's memo over
-        batch.Delete(store::MetaStoreKey(kEvictionName));
-      }
+    if (meta.stream_created != before.stream_created) put_meta(kCreatedName, meta.stream_created);
+    if (meta.seeding != before.seeding) {
+      put_or_delete(kSeedingName, !meta.seeding.empty(), meta.seeding);
     }
-    if (commit.last_repair) put_meta(kLastRepairName, *commit.last_repair);
+    if (meta.eviction_observed != before.eviction_observed) {
+      put_or_delete(kEvictionName, meta.eviction_observed, "1");
+    }
+    if (meta.last_repair != before.last_repair) put_meta(kLastRepairName, meta.last_repair);
     if (commit.clear_entries || !commit.entries.empty() || commit.counts) {
       put_meta(kLiveName, store::EncodeU64(meta.live_keys));
       put_meta(kEntriesName, store::EncodeU64(meta.entries));

@@ -3,19 +3,9 @@
 // in src/core; the repairs themselves in src/repair. This file sequences
 // them against a BucketSource, a Fold and a Clock.
 //
-// Three positions, all stream sequences:
-//  - received_: everything in scope up to here has arrived (or the store
-//    proved there was nothing); a new delivery starts after it.
-//  - verified_: the frontier the floor guard has proven: no in-scope message
-//    at or below it was evicted before it arrived. A check that reads
-//    first_seq <= verified_ + 1 proves everything received before the read.
-//  - the cursor, committed with the data: min(received_, verified_), so a
-//    crash never leaves a cursor past an unproven stretch.
-// On a bucket with limit markers (nats-server 2.11+) each position also
-// has an anchor, a server time (core/marker_window.h): reading on past a
-// position is safe only within the marker window of its anchor, since an
-// interior TTL removal leaves no gap at the head and an expired marker
-// leaves no trace. A stretch read too late is a floor trip like any other.
+// The positions it reads from and commits (received, verified, the
+// cursor) and their marker-window anchors are a FloorGuard's
+// (watch/floor_guard.h).
 
 #include "kvfold/watcher.h"
 
@@ -30,6 +20,8 @@
 #include "kvfold/watch_metrics.h"
 #include "repair/repair_drivers.h"
 #include "watch/async_committer.h"
+#include "watch/floor_guard.h"
+#include "watch/server_clock.h"
 
 namespace kvfold {
 namespace {
@@ -80,61 +72,26 @@ class WatchLoop {
     repair_cause_ = cause;
     repair_why_ = std::move(why);
   }
-  // The frontier the floor is checked against on `state`.
-  uint64_t Frontier(const StreamState& state) const {
-    if (ClassifyRetention(state, false).evicts_current_values) return verified_;
-    return std::max(verified_, relist_floor_);
-  }
-  // The cursor a commit would carry now, min(received_, verified_), and
-  // that position's anchor.
+  // The cursor a commit would carry now, and that position's anchor.
   void AdvanceCursor() {
-    if (received_) pending_.AdvanceTo(std::min(*received_, verified_), CursorAnchor());
+    if (auto cursor = guard_.Cursor()) pending_.AdvanceTo(*cursor, guard_.CursorAnchor());
   }
-  int64_t CursorAnchor() const {
-    return received_ && *received_ <= verified_ ? received_anchor_ : verified_anchor_;
-  }
-  // The stream stored nothing after received_ as of server time `ts_ns`.
-  void ReanchorReceived(int64_t ts_ns) {
-    received_anchor_ = std::max(received_anchor_, ts_ns);
-    if (received_ && verified_ == *received_) verified_anchor_ = received_anchor_;
-  }
-  // verified_ := received_ (everything received is proven), with its anchor.
-  void VerifyReceived() {
-    if (!received_ || *received_ < verified_) return;
-    verified_ = *received_;
-    verified_anchor_ = received_anchor_;
-  }
-  // Fresh stream state, and the server clock's offsets from clock_ and
-  // from the system clock: the server's time less the local time before
-  // the request, so ServerNow() errs late (a window closes early, never
-  // late).
+  // Fresh stream state; the server clock is measured on it.
   StatusOr<StreamState> ReadState() {
     const auto before = clock_.Now();
-    const int64_t before_system = SystemNs();
+    const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
-    if (state.ok() && state->server_time_ns > 0) {
-      server_offset_ns_ = state->server_time_ns - LocalNs(before);
-      system_offset_ns_ = state->server_time_ns - before_system;
-      server_offset_known_ = true;
-    }
+    if (state.ok()) server_clock_.Measure(before, before_system, state->server_time_ns);
     return state;
   }
-  static int64_t LocalNs(Clock::TimePoint t) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  }
-  static int64_t SystemNs() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
   // The server's clock now, as the last ReadState measured it; 0 unknown.
-  // The later of two estimates: the steady clock does not count a
-  // suspended host, the system clock does.
-  int64_t ServerNow() {
-    if (!server_offset_known_) return 0;
-    return std::max(LocalNs(clock_.Now()) + server_offset_ns_, SystemNs() + system_offset_ns_);
-  }
-  // The marker window check of a stretch after received_ read at server
+  int64_t ServerNow() { return server_clock_.Now(clock_.Now()); }
+  // Every position back at the fold's cursor and anchor after a repair
+  // rewrote the fold (a restore, or a relist of a recreated stream). On a
+  // `new_stream` (the bucket was recreated) until_caught_up aims at
+  // `new_target`, the new stream's last_seq.
+  Status ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target);
+  // The marker window check of a stretch after received read at server
   // time `now_ns`: on failure a floor trip, and the anchor stays lost until
   // a repair re-anchors the fold.
   bool MarkerStretchHolds(int64_t now_ns, const std::string& stretch);
@@ -181,13 +138,7 @@ class WatchLoop {
   Clock& clock_;
 
   std::optional<uint64_t> committed_;  // the fold's cursor
-  std::optional<uint64_t> received_;
-  uint64_t verified_ = 0;
-  // After a relist: every delete at or below this is in the fold. On a
-  // bucket that does not evict current values nothing else can be missing,
-  // so the floor may stand here; honoured only while the fresh retention
-  // says so (limits can be edited live).
-  uint64_t relist_floor_ = 0;
+  FloorGuard guard_;
   int relists_abandoned_ = 0;  // in a row: bounds a relist that cannot finish
   std::string stream_created_;         // "" until recorded
   bool eviction_observed_ = false;     // the fold's memo
@@ -205,11 +156,8 @@ class WatchLoop {
   Clock::TimePoint retry_at_;
   Clock::TimePoint last_floor_check_;
   Clock::TimePoint next_reconcile_;
-  // The write rate, from consecutive last_seq readings (an upper bound on
-  // how fast a count limit moves the head), and the last stream state: pace
-  // the idle probe so a quiet prefix is proven before retention reaches it.
-  std::optional<std::pair<Clock::TimePoint, uint64_t>> write_sample_;
-  double write_rate_ = -1;  // < 0: not measured yet
+  // The last stream state (with the measured marker TTL): it paces the
+  // idle probe so a quiet prefix is proven before retention reaches it.
   StreamState last_state_;
   int failures_ = 0;
   bool probe_soon_ = false;
@@ -218,17 +166,8 @@ class WatchLoop {
   // The fold's max_revision as of the last Prepare or repair: the watcher's
   // own commits stay below what it receives next.
   uint64_t fold_max_revision_ = UINT64_MAX;
-  // The anchors (server times, ns) of received_ and of verified_: every
-  // message after the position was stored at or after it. 0: unknown.
-  int64_t received_anchor_ = 0;
-  int64_t verified_anchor_ = 0;
   int64_t committed_anchor_ = 0;  // the fold's cursor_time_ns
-  // A stretch was read outside the marker window: no check passes until a
-  // repair re-anchors the fold.
-  bool anchor_lost_ = false;
-  int64_t server_offset_ns_ = 0;
-  int64_t system_offset_ns_ = 0;
-  bool server_offset_known_ = false;
+  ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
@@ -264,9 +203,8 @@ Status WatchLoop::Prepare() {
   fold_max_revision_ = meta->max_revision;
   committed_ = meta->cursor;
   if (opt_.metrics && committed_) opt_.metrics->RecordCursor(*committed_);
-  received_ = meta->cursor;
-  verified_ = meta->cursor.value_or(0);
-  received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
+  guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
+  committed_anchor_ = meta->cursor_time_ns;
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
@@ -286,7 +224,7 @@ Status WatchLoop::Run() {
   milliseconds backoff = opt_.reconnect_backoff_min;
   while (true) {
     SessionEnd end = SessionEnd::kBroken;
-    const auto received_before = received_;
+    const auto received_before = guard_.received();
     Status s = Session(&end);
     if (!s.ok()) {
       // Keep what was received and hooked; the error still wins.
@@ -312,7 +250,7 @@ Status WatchLoop::Run() {
     } else {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
-    if (received_ != received_before) backoff = opt_.reconnect_backoff_min;
+    if (guard_.received() != received_before) backoff = opt_.reconnect_backoff_min;
     Log("retrying in " + std::to_string(backoff.count()) + " ms");
     clock_.SleepFor(backoff, opt_.stop);
     if (opt_.stop.stop_requested()) return Flush();
@@ -321,7 +259,7 @@ Status WatchLoop::Run() {
 }
 
 void WatchLoop::NoteRetention(const StreamState& state) {
-  if (marker_ttl_.Observe(state, anchor_lost_ ? 0 : CursorAnchor())) {
+  if (marker_ttl_.Observe(state, guard_.anchor_lost() ? 0 : guard_.CursorAnchor())) {
     pending_.meta().marker_ttl_ns = marker_ttl_.effective_ns();
     Log("limit-marker TTL for the marker window: " +
         std::to_string(marker_ttl_.effective_ns() / 1000000) +
@@ -352,8 +290,9 @@ void WatchLoop::NoteRetention(const StreamState& state) {
 
 void WatchLoop::CheckStart(const StreamState& state) {
   std::string why;
+  const auto& received = guard_.received();
   const std::optional<uint64_t> frontier =
-      received_ && !sync_next_ ? std::optional<uint64_t>(Frontier(state)) : std::nullopt;
+      received && !sync_next_ ? std::optional<uint64_t>(guard_.Frontier(state)) : std::nullopt;
   if (!KVFOLD_MUTANT("window-skip-check")) {
     switch (core::CheckWindow(source_.bucket(), state, frontier, stream_created_, &why)) {
       case core::WindowFault::kRecreated:
@@ -365,23 +304,23 @@ void WatchLoop::CheckStart(const StreamState& state) {
     }
     // The marker window, by the server's own clock in this very reply. A
     // stream that stored nothing after the position is current by itself.
-    if (frontier && received_ && state.last_seq <= *received_ && !anchor_lost_) {
-      ReanchorReceived(state.server_time_ns);
+    if (frontier && state.last_seq <= *received && !guard_.anchor_lost()) {
+      guard_.ReanchorReceived(state.server_time_ns);
     }
     const StreamState measured = marker_ttl_.Apply(state);
     const auto window = core::MarkerWindowNs(measured);
     if (frontier && window && !KVFOLD_MUTANT("window-ignore-marker-window") &&
-        (anchor_lost_ ||
-         !core::InsideMarkerWindow(received_anchor_, state.server_time_ns, *window))) {
+        !guard_.ReceivedInsideWindow(state.server_time_ns, *window)) {
       return NeedRepair(core::RepairCause::kExpired,
-                        anchor_lost_ ? "a stretch after sequence " + std::to_string(verified_) +
-                                           " was read outside the marker window"
-                                     : core::DescribeMarkerWindowMiss(
-                                           "cursor " + std::to_string(*received_), source_.bucket(),
-                                           received_anchor_, state.server_time_ns, measured));
+                        guard_.anchor_lost()
+                            ? "a stretch after sequence " + std::to_string(guard_.verified()) +
+                                  " was read outside the marker window"
+                            : core::DescribeMarkerWindowMiss(
+                                  "cursor " + std::to_string(*received), source_.bucket(),
+                                  guard_.received_anchor(), state.server_time_ns, measured));
     }
   }
-  if (received_ || sync_next_) return;
+  if (received || sync_next_) return;
   if (unanchored_) {
     return NeedRepair(core::RepairCause::kUnanchored,
                       "the fold holds data but no cursor, so it cannot tell what it has missed");
@@ -413,7 +352,7 @@ Status WatchLoop::Session(SessionEnd* end) {
   }
   // The frontier is proven at the start of every session: everything
   // received before this read was scanned by an earlier delivery.
-  if (received_ && !sync_next_) VerifyReceived();
+  if (!sync_next_) guard_.VerifyReceived();
   if (stream_created_.empty()) {
     stream_created_ = state->created;
     pending_.meta().stream_created = stream_created_;
@@ -424,10 +363,10 @@ Status WatchLoop::Session(SessionEnd* end) {
     return Status::OK();
   }
 
-  const bool sync = !received_ || sync_next_;
+  const bool sync = !guard_.received() || sync_next_;
   DeliveryStart start;
   if (!sync) {
-    start.from_seq = *received_ + 1;
+    start.from_seq = *guard_.received() + 1;
   } else if (state->history == 1) {
     // Where each key keeps one message, everything retained *is* each key's
     // last message: a sequential read from the first, which the server
@@ -464,13 +403,9 @@ Status WatchLoop::Session(SessionEnd* end) {
     // A state sync delivers every key's last message as of the consumer's
     // creation: what retention removed before is superseded, or (only with
     // repair none, which warned) accepted as gone.
-    if (after->first_seq > 0) verified_ = std::max(verified_, after->first_seq - 1);
-    if (sync_next_) received_.reset();
+    guard_.StartStateSync(after->first_seq, after->server_time_ns,
+                          /*forget_received=*/sync_next_);
     sync_next_ = false;
-    // Every key the fold takes from here is read after this reply, so any
-    // marker that concerns it is written after it too.
-    received_anchor_ = verified_anchor_ = after->server_time_ns;
-    anchor_lost_ = false;
   }
   last_floor_check_ = clock_.Now();
   // Where the delivery reads the stream in sequence order: from its start,
@@ -522,8 +457,8 @@ Status WatchLoop::Session(SessionEnd* end) {
     auto ev = delivery->Next(timeout);
     if (!ev.ok()) return ev.status();
     const auto arrived = clock_.Now();  // one reading per event
-    const bool floor_due = received_ && verified_ < *received_ &&
-                           arrived - last_floor_check_ >= opt_.floor_check;
+    const bool floor_due =
+        guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check;
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage: {
         last_activity = arrived;
@@ -537,7 +472,7 @@ Status WatchLoop::Session(SessionEnd* end) {
                 "checking a purge after a jump failed: " + skipped.status().message());
             return Status::OK();
           }
-          if (*skipped) return Status::OK();  // the next session starts after received_
+          if (*skipped) return Status::OK();  // the next session starts after received
         }
         KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
         // A hint only: it makes the probe come sooner, it proves nothing.
@@ -565,7 +500,8 @@ Status WatchLoop::Session(SessionEnd* end) {
             return Status::OK();
           }
           KVFOLD_RETURN_IF_ERROR(p);
-          probe_every = core::NextFloorProbe(last_state_, verified_, write_rate_, opt_.idle_probe);
+          probe_every = core::NextFloorProbe(last_state_, guard_.verified(), guard_.write_rate(),
+                                             opt_.idle_probe);
           // Within a quarter of the marker window the probe re-anchors an
           // idle watch, so the next message after a quiet spell passes.
           if (const auto window = core::MarkerWindowNs(last_state_)) {
@@ -594,7 +530,8 @@ Status WatchLoop::Session(SessionEnd* end) {
 // sync's jumps over older messages are its design.
 StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t sequential_from) {
   if (m.op != Op::kPurge || KVFOLD_MUTANT("delivery-ignore-rollup-skip")) return false;
-  const uint64_t from = std::max(received_ ? *received_ + 1 : 0, sequential_from);
+  const auto& received = guard_.received();
+  const uint64_t from = std::max(received ? *received + 1 : 0, sequential_from);
   if (m.seq <= from) return false;
   auto next = source_.FirstRetainedInScope(opt_.scope, from);
   if (!next.ok()) return next.status();
@@ -608,7 +545,7 @@ StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t s
 
 Status WatchLoop::Apply(const BucketMessage& m) {
   // A re-created delivery may repeat what already arrived.
-  if (received_ && m.seq <= *received_) return Status::OK();
+  if (guard_.AlreadyReceived(m.seq)) return Status::OK();
   const bool was_idle = !PendingWork();
   if (opt_.scope.Contains(m.key)) {
     std::optional<Entry> current;
@@ -651,17 +588,12 @@ Status WatchLoop::Apply(const BucketMessage& m) {
   // Consecutive sequences leave no stretch to prove; a jump does, and the
   // frontier waits for the next floor check. On a bucket with limit
   // markers the jumped stretch was read now: within the window or a trip.
-  const uint64_t before = received_.value_or(0);
-  if (received_ && m.seq > before + 1 && core::MarkerWindowNs(last_state_)) {
-    MarkerStretchHolds(ServerNow(), "the stretch from sequence " + std::to_string(before + 1) +
-                                        " to " + std::to_string(m.seq));
+  if (guard_.Jumps(m.seq) && core::MarkerWindowNs(last_state_)) {
+    MarkerStretchHolds(ServerNow(), "the stretch from sequence " +
+                                        std::to_string(*guard_.received() + 1) + " to " +
+                                        std::to_string(m.seq));
   }
-  received_anchor_ = std::max(received_anchor_, m.time_ns);
-  if (m.seq == before + 1 && verified_ >= before) {
-    verified_ = std::max(verified_, m.seq);
-    verified_anchor_ = received_anchor_;
-  }
-  received_ = m.seq;
+  guard_.Receive(m.seq, m.time_ns);
   head_hint_ = std::max(head_hint_, m.seq + m.pending);
   AdvanceCursor();
   if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
@@ -669,24 +601,15 @@ Status WatchLoop::Apply(const BucketMessage& m) {
 }
 
 StatusOr<StreamState> WatchLoop::CheckFloor() {
-  const uint64_t received = received_.value_or(0);
+  const auto received = guard_.received();
   auto state = ReadState();
   if (!state.ok()) return state.status();
   last_floor_check_ = clock_.Now();
   NoteRetention(*state);
-  if (write_sample_) {
-    const double secs =
-        std::chrono::duration<double>(last_floor_check_ - write_sample_->first).count();
-    if (secs > 0.001 && state->last_seq >= write_sample_->second) {
-      const double rate = static_cast<double>(state->last_seq - write_sample_->second) / secs;
-      // Quick to rise, slow to fall: a burst must not find the probe asleep.
-      write_rate_ = std::max(rate, write_rate_ / 2);
-    }
-  }
-  write_sample_ = std::make_pair(last_floor_check_, state->last_seq);
+  guard_.SampleWrites(last_floor_check_, state->last_seq);
   std::string why;
   auto fault =
-      core::CheckWindow(source_.bucket(), *state, Frontier(*state), stream_created_, &why);
+      core::CheckWindow(source_.bucket(), *state, guard_.Frontier(*state), stream_created_, &why);
   if (KVFOLD_MUTANT("floor-skip-midwatch")) fault = core::WindowFault::kNone;
   switch (fault) {
     case core::WindowFault::kRecreated:
@@ -703,7 +626,7 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
   // A repair already due (a stretch read outside the marker window) keeps
   // the frontier where it is.
   if (repair_cause_) return state;
-  if (received_ && *received_ == received) VerifyReceived();
+  if (guard_.received() == received) guard_.VerifyReceived();
   AdvanceCursor();
   return state;
 }
@@ -711,16 +634,16 @@ StatusOr<StreamState> WatchLoop::CheckFloor() {
 bool WatchLoop::MarkerStretchHolds(int64_t now_ns, const std::string& stretch) {
   const auto window = core::MarkerWindowNs(last_state_);
   if (!window || KVFOLD_MUTANT("floor-ignore-marker-window")) return true;
-  if (!anchor_lost_ && core::InsideMarkerWindow(received_anchor_, now_ns, *window)) return true;
-  const bool first = !anchor_lost_;
-  anchor_lost_ = true;
+  if (guard_.ReceivedInsideWindow(now_ns, *window)) return true;
+  const bool first = guard_.LoseAnchor();
   if (repair_cause_) return false;
   if (opt_.metrics && first) opt_.metrics->RecordFloorTrip();
   NeedRepair(
       core::RepairCause::kFloorTrip,
       stretch + " was read outside the marker window: " +
-          core::DescribeMarkerWindowMiss("sequence " + std::to_string(received_.value_or(0)),
-                                         source_.bucket(), received_anchor_, now_ns, last_state_));
+          core::DescribeMarkerWindowMiss(
+              "sequence " + std::to_string(guard_.received().value_or(0)), source_.bucket(),
+              guard_.received_anchor(), now_ns, last_state_));
   return false;
 }
 
@@ -736,7 +659,7 @@ Status WatchLoop::Probe() {
   if (!first.ok()) return first.status();
   if (repair_cause_) return Status::OK();
   const uint64_t last = first->last_seq;
-  const uint64_t received = received_.value_or(0);
+  const uint64_t received = guard_.received().value_or(0);
   if (last > received) {
     auto next = source_.FirstRetainedInScope(opt_.scope, received + 1);
     if (!next.ok()) return next.status();
@@ -751,14 +674,13 @@ Status WatchLoop::Probe() {
                                              std::to_string(last))) {
       return Status::OK();
     }
-    received_ = last;
     // Everything after `last` was stored after the first read.
-    received_anchor_ = std::max(received_anchor_, first->server_time_ns);
+    guard_.ReceiveQuietStretch(last, first->server_time_ns);
     auto second = CheckFloor();
     if (!second.ok()) return second.status();
     if (repair_cause_) return Status::OK();
-  } else if (received_ && last <= *received_ && !anchor_lost_) {
-    ReanchorReceived(first->server_time_ns);  // nothing at all after received_
+  } else if (guard_.received() && !guard_.anchor_lost()) {
+    guard_.ReanchorReceived(first->server_time_ns);  // nothing at all after received
     AdvanceCursor();
   }
   return TryCommit(/*force=*/true);
@@ -870,25 +792,12 @@ Status WatchLoop::Repair() {
                                    std::to_string(r.deleted) + " deleted through revision " +
                                    std::to_string(r.listing_revision));
       KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
-      if (rebase) {
-        stream_created_ = state->created;
-        eviction_observed_ = false;
-        committed_ = 0;
-        received_ = 0;
-        verified_ = 0;
-        relist_floor_ = 0;
-        head_hint_ = 0;
-        if (opt_.metrics) opt_.metrics->RecordCursor(0);
-        received_anchor_ = verified_anchor_ = committed_anchor_ = 0;
-        anchor_lost_ = false;
-        pending_ = core::PendingBatch();
-        pending_.AdvanceTo(0);
-        if (opt_.until_caught_up) target_ = state->last_seq;  // the new stream's
-      }
+      // The fold now holds the new stream's keys at cursor 0.
+      if (rebase) KVFOLD_RETURN_IF_ERROR(ReanchorToFold(true, state->last_seq));
       // Every delete at or below the listing's revision is in the fold now;
       // on a bucket that never evicts current values nothing below it can
-      // still be missing (Frontier() honours this only while that holds).
-      relist_floor_ = std::max(relist_floor_, r.listing_revision);
+      // still be missing (the frontier honours this only while that holds).
+      guard_.RaiseRelistFloor(r.listing_revision);
       // An unanchored fold continues with a state sync, decided afresh by
       // CheckStart (which refuses one where the listing is not the truth).
       unanchored_ = false;
@@ -918,31 +827,13 @@ Status WatchLoop::Repair() {
           std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
           std::to_string(r.deleted) + " deleted, " + std::to_string(r.listed) +
           " keys listed, after " + std::to_string(r.attempts) + " attempt(s)");
-      committed_ = r.cursor;
-      received_ = r.cursor;
-      verified_ = r.cursor;
-      auto meta = fold_.ReadMeta();
-      if (!meta.ok()) return meta.status();
-      stream_created_ = meta->stream_created;
-      eviction_observed_ = meta->eviction_observed;
-      received_anchor_ = verified_anchor_ = committed_anchor_ = meta->cursor_time_ns;
-      marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
-      anchor_lost_ = false;
-      pending_ = core::PendingBatch();
-      pending_.AdvanceTo(r.cursor, received_anchor_);
-      unanchored_ = false;
-      sync_next_ = false;
-      if (rebase) {
-        relist_floor_ = 0;
-        head_hint_ = 0;
-        if (opt_.until_caught_up) {
-          auto now = source_.ReadStream();
-          if (!now.ok()) return now.status();
-          target_ = now->last_seq;  // the new stream's
-        }
+      std::optional<uint64_t> new_target;
+      if (rebase && opt_.until_caught_up) {
+        auto now = source_.ReadStream();
+        if (!now.ok()) return now.status();
+        new_target = now->last_seq;  // the new stream's
       }
-      if (opt_.metrics) opt_.metrics->RecordCursor(r.cursor);
-      if (opt_.on_applied) opt_.on_applied(r.cursor);
+      KVFOLD_RETURN_IF_ERROR(ReanchorToFold(rebase, new_target));
       return Status::OK();
     }
     case core::RepairAction::kResync: {
@@ -958,6 +849,29 @@ Status WatchLoop::Repair() {
     }
   }
   return Status::Internal("unknown repair action");
+}
+
+Status WatchLoop::ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target) {
+  auto meta = fold_.ReadMeta();
+  if (!meta.ok()) return meta.status();
+  if (!meta->cursor) return Status::Internal("a repair left the fold without a cursor");
+  committed_ = meta->cursor;
+  committed_anchor_ = meta->cursor_time_ns;
+  guard_.ResetTo(meta->cursor, meta->cursor_time_ns, new_stream);
+  stream_created_ = meta->stream_created;
+  eviction_observed_ = meta->eviction_observed;
+  marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
+  pending_ = core::PendingBatch();
+  pending_.AdvanceTo(*meta->cursor, guard_.CursorAnchor());
+  unanchored_ = false;
+  sync_next_ = false;
+  if (new_stream) {
+    head_hint_ = 0;
+    if (opt_.until_caught_up && new_target) target_ = *new_target;
+  }
+  if (opt_.metrics) opt_.metrics->RecordCursor(*meta->cursor);
+  if (opt_.on_applied) opt_.on_applied(*meta->cursor);
+  return Status::OK();
 }
 
 void WatchLoop::RecordRepairOutcome(const Status& s) {
@@ -991,7 +905,7 @@ Status WatchLoop::TryCommit(bool force) {
   // Prove the frontier first, one stream read per commit at most, so the
   // cursor covers the batch: a fold's entries stay at or below its cursor
   // (what an export of it requires) except after a trip or mid-repair.
-  if (received_ && verified_ < *received_ && !repair_cause_) {
+  if (guard_.unverified() && !repair_cause_) {
     auto checked = CheckFloor();
     if (!checked.ok() && !checked.status().IsUnavailable()) return checked.status();
   }

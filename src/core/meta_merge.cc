@@ -1,0 +1,37 @@
+#include "core/meta_merge.h"
+
+#include <string>
+
+#include "core/mutation.h"
+
+namespace kvfold::core {
+
+Status MergeCommitMeta(const FoldCommit& commit, FoldMeta* meta) {
+  const bool rebase = commit.rebase && commit.stream_created;
+  if (commit.cursor && meta->cursor && *commit.cursor < *meta->cursor && !rebase &&
+      !KVFOLD_MUTANT("fold-cursor-backward")) {
+    return Status::FailedPrecondition("refusing to move the fold's cursor backward from " +
+                                      std::to_string(*meta->cursor) + " to " +
+                                      std::to_string(*commit.cursor));
+  }
+  if (commit.cursor_time_ns) {
+    meta->cursor_time_ns = *commit.cursor_time_ns;
+  } else if (commit.cursor && commit.cursor != meta->cursor) {
+    meta->cursor_time_ns = 0;  // a new cursor, anchor unknown
+  }
+  if (commit.cursor) meta->cursor = commit.cursor;
+  if (commit.marker_ttl_ns) meta->marker_ttl_ns = *commit.marker_ttl_ns;
+  if (commit.bucket) meta->bucket = *commit.bucket;
+  if (commit.scope) meta->scope = commit.scope;
+  if (commit.stream_created) meta->stream_created = *commit.stream_created;
+  if (commit.seeding) meta->seeding = *commit.seeding;
+  // The memo is permanent; only a fold rebuilt against a recreated stream
+  // starts the new stream's memo over.
+  if (commit.eviction_observed && (*commit.eviction_observed || rebase)) {
+    meta->eviction_observed = *commit.eviction_observed;
+  }
+  if (commit.last_repair) meta->last_repair = *commit.last_repair;
+  return Status::OK();
+}
+
+}  // namespace kvfold::core
