@@ -19,7 +19,7 @@
 #include "kvfold/retention.h"
 #include "kvfold/watch_metrics.h"
 #include "repair/repair_drivers.h"
-#include "watch/async_committer.h"
+#include "watch/commit_pipeline.h"
 #include "watch/floor_guard.h"
 #include "watch/server_clock.h"
 
@@ -44,17 +44,53 @@ class WatchLoop {
         fold_(fold),
         opt_(options),
         clock_(options.clock != nullptr ? *options.clock : *RealClock()),
-        committer_(fold, options.commit_in_background) {}
+        pipeline_(fold, clock_, PipelineOptions()) {}
 
   Status Run();
 
  private:
   enum class SessionEnd { kDone, kBroken, kRepair };
 
+  CommitPipelineOptions PipelineOptions() {
+    CommitPipelineOptions o;
+    o.background = opt_.commit_in_background;
+    o.batch_size = opt_.batch_size;
+    o.max_commit_failures = opt_.max_commit_failures;
+    o.metrics = opt_.metrics;
+    o.log = [this](LogLevel level, const std::string& line) { Log(level, line); };
+    o.committed = [this](uint64_t cursor) {
+      if (opt_.metrics) {
+        opt_.metrics->RecordCursor(cursor);
+        if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);
+      }
+      if (opt_.on_applied) opt_.on_applied(cursor);
+    };
+    return o;
+  }
+
   Status Prepare();
   // One delivery from open to reset, stop, catch-up or a needed repair.
   // Returns a fatal status, or OK with *end saying how it ended.
   Status Session(SessionEnd* end);
+  // The session from opening its delivery on `state`, the stream state
+  // its start checks passed on.
+  Status Deliver(const StreamState& state, SessionEnd* end);
+  // When the idle probe is due: after `probe_every` without a message.
+  struct Pace {
+    Clock::TimePoint last_activity;
+    milliseconds probe_every;
+  };
+  // The session's event loop. Each handler returns a fatal status, or OK
+  // with *keep false when the session ends (the next one starts after
+  // what was received).
+  Status Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end);
+  Status DrainBeforeRepair(Delivery& delivery);
+  // How long the next read may wait, as of `now`; `in_flight`: a batch
+  // was in flight then.
+  milliseconds NextTimeout(Clock::TimePoint now, bool in_flight, const Pace& pace);
+  Status OnMessage(const BucketMessage& message, uint64_t sequential_from, bool floor_due,
+                   bool* keep);
+  Status OnIdle(bool floor_due, Pace* pace, bool* keep);
   // The window check at a session's start. Sets repair_cause_ when a repair
   // must run first.
   void CheckStart(const StreamState& state);
@@ -65,7 +101,22 @@ class WatchLoop {
   StatusOr<StreamState> CheckFloor();
   // Proves quiet stretches empty so the cursor can pass them.
   Status Probe();
+  // A repair's inputs, decided once at its start.
+  struct RepairPlan {
+    core::RepairCause cause;
+    std::string why;
+    StreamState state;  // read after the flush
+    core::RepairChoice choice;
+    bool rebase = false;  // the stream was recreated
+  };
   Status Repair();
+  Status Relist(const RepairPlan& plan);
+  Status Restore(const RepairPlan& plan);
+  Status Resync(const RepairPlan& plan);
+  static std::optional<RepairKind> RepairKindOf(const RepairPlan& plan);
+  // The fold's last_repair line for `outcome`.
+  std::string RepairRecord(const RepairPlan& plan, const std::string& outcome) const;
+  repair::RepairEnv Env();
   void RecordRepairOutcome(const Status& s);
   void NoteRetention(const StreamState& state);
   void NeedRepair(core::RepairCause cause, std::string why) {
@@ -74,7 +125,8 @@ class WatchLoop {
   }
   // The cursor a commit would carry now, and that position's anchor.
   void AdvanceCursor() {
-    if (auto cursor = guard_.Cursor()) pending_.AdvanceTo(*cursor, guard_.CursorAnchor());
+    const auto cursor = guard_.Cursor();
+    if (cursor) pipeline_.pending().AdvanceTo(*cursor, guard_.CursorAnchor());
   }
   // Fresh stream state; the server clock is measured on it.
   StatusOr<StreamState> ReadState() {
@@ -95,37 +147,19 @@ class WatchLoop {
   // time `now_ns`: on failure a floor trip, and the anchor stays lost until
   // a repair re-anchors the fold.
   bool MarkerStretchHolds(int64_t now_ns, const std::string& stretch);
-  // An anchor-only commit is due: the cursor stands still but its anchor
-  // moved a quarter window since the fold's, so that a restart after an
-  // idle spell still resumes.
-  bool AnchorRefreshDue() const {
-    if (!pending_.cursor() || pending_.cursor() != committed_) return false;
-    if (KVFOLD_MUTANT("anchor-skip-refresh")) return false;
-    const auto window = core::MarkerWindowNs(last_state_);
-    return window && pending_.cursor_time_ns() - committed_anchor_ >= *window / 4;
+  // Commits through the pipeline, the frontier proven first (one stream
+  // read per commit at most) so the cursor covers the batch: a fold's
+  // entries stay at or below its cursor (what an export of it requires)
+  // except after a trip or mid-repair. Non-OK only when the failure limit
+  // is reached or the check fails for good.
+  Status TryCommit(bool force) {
+    return pipeline_.TryCommit(force, [this] { return ProveFrontier(); });
   }
-  // Hands what is pending to the committer unless a retry is not due yet,
-  // first collecting the batch in flight (once it is done, or whatever
-  // its state when `force`); with `force` it also waits for the commit.
-  // Returns non-OK only when max_commit_failures is reached.
-  Status TryCommit(bool force);
-  // Waits for the batch in flight: on success the cursor moves; on failure
-  // the batch goes back under what is pending, to be retried.
-  Status Collect();
-  // Commits until nothing is pending or in flight, or the failure limit is
-  // reached.
-  Status Flush();
-  // The cursor of the last batch handed to the committer, else the fold's.
-  std::optional<uint64_t> Handed() const {
-    if (committer_.in_flight() && committer_.batch().cursor) return committer_.batch().cursor;
-    return committed_;
+  Status Flush() {
+    return pipeline_.Flush([this] { return ProveFrontier(); });
   }
-  bool PendingWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
-  const Entry* InFlight(const std::string& key) const {
-    if (!committer_.in_flight()) return nullptr;
-    auto it = committer_.batch().entries.find(key);
-    return it == committer_.batch().entries.end() ? nullptr : &it->second;
-  }
+  Status ProveFrontier();
+  bool PendingWork() const { return pipeline_.HasWork(); }
   bool CaughtUp() const;
   void Log(LogLevel level, const std::string& line) const {
     if (opt_.log) opt_.log(LogLine{level, line});
@@ -137,7 +171,6 @@ class WatchLoop {
   const WatchOptions& opt_;
   Clock& clock_;
 
-  std::optional<uint64_t> committed_;  // the fold's cursor
   FloorGuard guard_;
   int relists_abandoned_ = 0;  // in a row: bounds a relist that cannot finish
   std::string stream_created_;         // "" until recorded
@@ -151,27 +184,24 @@ class WatchLoop {
   std::optional<RepairKind> repair_kind_;
   bool repair_stopped_ = false;  // a stop request ended it between commits
   int deliveries_opened_ = 0;
-  core::PendingBatch pending_;
   Clock::TimePoint oldest_pending_;
-  Clock::TimePoint retry_at_;
   Clock::TimePoint last_floor_check_;
   Clock::TimePoint next_reconcile_;
   // The last stream state (with the measured marker TTL): it paces the
   // idle probe so a quiet prefix is proven before retention reaches it.
   StreamState last_state_;
-  int failures_ = 0;
   bool probe_soon_ = false;
   // The stream's head as delivered messages suggest (a hint, for metrics).
   uint64_t head_hint_ = 0;
   // The fold's max_revision as of the last Prepare or repair: the watcher's
   // own commits stay below what it receives next.
   uint64_t fold_max_revision_ = UINT64_MAX;
-  int64_t committed_anchor_ = 0;  // the fold's cursor_time_ns
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
-  AsyncCommitter committer_;
+  // Last: its callbacks read the fields above.
+  CommitPipeline pipeline_;
 };
 
 Status WatchLoop::Prepare() {
@@ -201,22 +231,22 @@ Status WatchLoop::Prepare() {
   }
   unanchored_ = !meta->cursor && meta->entries > 0 && !KVFOLD_MUTANT("watch-trust-unanchored");
   fold_max_revision_ = meta->max_revision;
-  committed_ = meta->cursor;
-  if (opt_.metrics && committed_) opt_.metrics->RecordCursor(*committed_);
+  pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
+  if (opt_.metrics && meta->cursor) opt_.metrics->RecordCursor(*meta->cursor);
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
-  committed_anchor_ = meta->cursor_time_ns;
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
-  if (meta->bucket.empty()) pending_.meta().bucket = bucket;
-  if (!meta->scope) pending_.meta().scope = opt_.scope.prefixes();
+  if (meta->bucket.empty()) pipeline_.pending().meta().bucket = bucket;
+  if (!meta->scope) pipeline_.pending().meta().scope = opt_.scope.prefixes();
   next_reconcile_ = clock_.Now() + opt_.reconcile_every;
   return Status::OK();
 }
 
 bool WatchLoop::CaughtUp() const {
   if (!target_) return false;
-  return *target_ == 0 || (committed_ && *committed_ >= *target_);
+  const auto& committed = pipeline_.committed();
+  return *target_ == 0 || (committed && *committed >= *target_);
 }
 
 Status WatchLoop::Run() {
@@ -260,12 +290,13 @@ Status WatchLoop::Run() {
 
 void WatchLoop::NoteRetention(const StreamState& state) {
   if (marker_ttl_.Observe(state, guard_.anchor_lost() ? 0 : guard_.CursorAnchor())) {
-    pending_.meta().marker_ttl_ns = marker_ttl_.effective_ns();
+    pipeline_.pending().meta().marker_ttl_ns = marker_ttl_.effective_ns();
     Log("limit-marker TTL for the marker window: " +
         std::to_string(marker_ttl_.effective_ns() / 1000000) +
         " ms (the bucket's: " + std::to_string(state.marker_ttl_ns / 1000000) + " ms)");
   }
   last_state_ = marker_ttl_.Apply(state);
+  pipeline_.set_marker_window(core::MarkerWindowNs(last_state_));
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
   if (state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
@@ -281,7 +312,7 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);
   if (seen.has_evicted) {
     eviction_observed_ = true;
-    pending_.meta().eviction_observed = true;
+    pipeline_.pending().meta().eviction_observed = true;
     Log("bucket " + source_.bucket() + " has evicted current values (" +
         DescribeRetention(state, seen) +
         "); recorded in the fold: its key listing is never taken for the truth again");
@@ -355,7 +386,7 @@ Status WatchLoop::Session(SessionEnd* end) {
   if (!sync_next_) guard_.VerifyReceived();
   if (stream_created_.empty()) {
     stream_created_ = state->created;
-    pending_.meta().stream_created = stream_created_;
+    pipeline_.pending().meta().stream_created = stream_created_;
   }
   AdvanceCursor();
   if (CaughtUp() || opt_.stop.stop_requested()) {
@@ -363,16 +394,20 @@ Status WatchLoop::Session(SessionEnd* end) {
     return Status::OK();
   }
 
+  return Deliver(*state, end);
+}
+
+Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
   const bool sync = !guard_.received() || sync_next_;
   DeliveryStart start;
   if (!sync) {
     start.from_seq = *guard_.received() + 1;
-  } else if (state->history == 1) {
+  } else if (state.history == 1) {
     // Where each key keeps one message, everything retained *is* each key's
     // last message: a sequential read from the first, which the server
     // streams far faster than a last-per-subject walk. Folding it gives the
     // same fold even if history were raised meanwhile, only more messages.
-    start.from_seq = std::max<uint64_t>(state->first_seq, 1);
+    start.from_seq = std::max<uint64_t>(state.first_seq, 1);
   }
   auto opened = source_.Open(start, opt_.scope);
   if (!opened.ok()) {
@@ -412,10 +447,12 @@ Status WatchLoop::Session(SessionEnd* end) {
   // or, after a last-per-subject state sync, from past the stream's end as
   // it stood once the consumer existed.
   const uint64_t sequential_from = start.from_seq ? *start.from_seq : after->last_seq + 1;
+  return Pump(*delivery, sequential_from, end);
+}
 
+Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end) {
   probe_soon_ = true;
-  Clock::TimePoint last_activity = clock_.Now();
-  milliseconds probe_every = opt_.idle_probe;
+  Pace pace{clock_.Now(), opt_.idle_probe};
   while (true) {
     if (opt_.stop.stop_requested() || CaughtUp()) {
       *end = SessionEnd::kDone;
@@ -428,96 +465,117 @@ Status WatchLoop::Session(SessionEnd* end) {
                                                     " ms");
     }
     if (repair_cause_) {
-      // Fold what already arrived before repairing: it is received, and a
-      // restore would otherwise have to cover it too.
-      // Bounded: a busy stream must not postpone the repair forever.
-      for (size_t drained = 0; drained < std::max<size_t>(opt_.batch_size, 10000); ++drained) {
-        auto ev = delivery->Next(milliseconds(1));
-        if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
-        KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
-      }
+      KVFOLD_RETURN_IF_ERROR(DrainBeforeRepair(delivery));
       *end = SessionEnd::kRepair;
       return Status::OK();
     }
     const auto now = clock_.Now();
-    milliseconds timeout(200);  // bounds how long a stop request waits
-    if (committer_.in_flight()) {
-      if (committer_.finished()) KVFOLD_RETURN_IF_ERROR(Collect());
-      timeout = std::min(timeout, milliseconds(1));  // collect it promptly
-    }
-    if (PendingWork()) {
-      const auto due = std::chrono::duration_cast<milliseconds>(
-          oldest_pending_ + opt_.linger - now);
-      timeout = std::clamp(due, milliseconds(1), timeout);
-    }
-    if (probe_soon_) timeout = std::min(timeout, milliseconds(10));
-    const auto probe_in =
-        std::chrono::duration_cast<milliseconds>(last_activity + probe_every - now);
-    timeout = std::min(timeout, std::max(probe_in, milliseconds(1)));
-    auto ev = delivery->Next(timeout);
+    const bool in_flight = pipeline_.in_flight();
+    if (in_flight) KVFOLD_RETURN_IF_ERROR(pipeline_.CollectIfFinished());
+    auto ev = delivery.Next(NextTimeout(now, in_flight, pace));
     if (!ev.ok()) return ev.status();
     const auto arrived = clock_.Now();  // one reading per event
     const bool floor_due =
         guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check;
+    bool keep = true;  // false: the session ends (a reset, a failed read)
     switch (ev->kind) {
-      case DeliveryEvent::Kind::kMessage: {
-        last_activity = arrived;
-        {
-          auto skipped = SkippedBeforeRollup(ev->message, sequential_from);
-          if (!skipped.ok()) {
-            if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
-              return skipped.status();
-            }
-            Log(LogLevel::kWarning,
-                "checking a purge after a jump failed: " + skipped.status().message());
-            return Status::OK();
-          }
-          if (*skipped) return Status::OK();  // the next session starts after received
-        }
-        KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
-        // A hint only: it makes the probe come sooner, it proves nothing.
-        if (ev->message.pending == 0) probe_soon_ = true;
-        if (floor_due) {
-          auto c = CheckFloor();
-          if (!c.ok()) {
-            if (!c.status().IsUnavailable()) return c.status();
-            Log(LogLevel::kWarning, "floor check failed: " + c.status().message());
-            return Status::OK();
-          }
-        }
-        if (pending_.changes() >= opt_.batch_size) {
-          KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
-        }
+      case DeliveryEvent::Kind::kMessage:
+        pace.last_activity = arrived;
+        KVFOLD_RETURN_IF_ERROR(OnMessage(ev->message, sequential_from, floor_due, &keep));
         break;
-      }
       case DeliveryEvent::Kind::kTimeout:
-        if (probe_soon_ || floor_due || clock_.Now() - last_activity >= probe_every) {
-          probe_soon_ = false;
-          last_activity = clock_.Now();
-          Status p = Probe();
-          if (p.IsUnavailable() || p.IsNotFound()) {
-            Log(LogLevel::kWarning, "progress probe failed: " + p.message());
-            return Status::OK();
-          }
-          KVFOLD_RETURN_IF_ERROR(p);
-          probe_every = core::NextFloorProbe(last_state_, guard_.verified(), guard_.write_rate(),
-                                             opt_.idle_probe);
-          // Within a quarter of the marker window the probe re-anchors an
-          // idle watch, so the next message after a quiet spell passes.
-          if (const auto window = core::MarkerWindowNs(last_state_)) {
-            probe_every = std::min(core::QuarterWindow(*window), probe_every);
-          }
-        }
+        KVFOLD_RETURN_IF_ERROR(OnIdle(floor_due, &pace, &keep));
         break;
       case DeliveryEvent::Kind::kReset:
         if (opt_.metrics) opt_.metrics->RecordReset(ev->cause);
         Log("delivery reset: " + ev->reason);
-        return Status::OK();
+        keep = false;
+        break;
     }
+    if (!keep) return Status::OK();
     if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }
   }
+}
+
+// Folds what already arrived before a repair: it is received, and a restore
+// would otherwise have to cover it too. Bounded: a busy stream must not
+// postpone the repair forever.
+Status WatchLoop::DrainBeforeRepair(Delivery& delivery) {
+  for (size_t drained = 0; drained < std::max<size_t>(opt_.batch_size, 10000); ++drained) {
+    auto ev = delivery.Next(milliseconds(1));
+    if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
+    KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+  }
+  return Status::OK();
+}
+
+milliseconds WatchLoop::NextTimeout(Clock::TimePoint now, bool in_flight, const Pace& pace) {
+  milliseconds timeout(200);                 // bounds how long a stop request waits
+  if (in_flight) timeout = milliseconds(1);  // collect it promptly
+  if (PendingWork()) {
+    const auto due = std::chrono::duration_cast<milliseconds>(oldest_pending_ + opt_.linger - now);
+    timeout = std::clamp(due, milliseconds(1), timeout);
+  }
+  if (probe_soon_) timeout = std::min(timeout, milliseconds(10));
+  const auto probe_in =
+      std::chrono::duration_cast<milliseconds>(pace.last_activity + pace.probe_every - now);
+  return std::min(timeout, std::max(probe_in, milliseconds(1)));
+}
+
+Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
+                            bool* keep) {
+  auto skipped = SkippedBeforeRollup(m, sequential_from);
+  if (!skipped.ok()) {
+    if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
+      return skipped.status();
+    }
+    Log(LogLevel::kWarning, "checking a purge after a jump failed: " + skipped.status().message());
+    *keep = false;
+    return Status::OK();
+  }
+  if (*skipped) {
+    *keep = false;  // the next session starts after received
+    return Status::OK();
+  }
+  KVFOLD_RETURN_IF_ERROR(Apply(m));
+  // A hint only: it makes the probe come sooner, it proves nothing.
+  if (m.pending == 0) probe_soon_ = true;
+  if (floor_due) {
+    auto c = CheckFloor();
+    if (!c.ok()) {
+      if (!c.status().IsUnavailable()) return c.status();
+      Log(LogLevel::kWarning, "floor check failed: " + c.status().message());
+      *keep = false;
+      return Status::OK();
+    }
+  }
+  if (pipeline_.pending().changes() >= opt_.batch_size) return TryCommit(/*force=*/false);
+  return Status::OK();
+}
+
+Status WatchLoop::OnIdle(bool floor_due, Pace* pace, bool* keep) {
+  if (!probe_soon_ && !floor_due && clock_.Now() - pace->last_activity < pace->probe_every) {
+    return Status::OK();
+  }
+  probe_soon_ = false;
+  pace->last_activity = clock_.Now();
+  Status p = Probe();
+  if (p.IsUnavailable() || p.IsNotFound()) {
+    Log(LogLevel::kWarning, "progress probe failed: " + p.message());
+    *keep = false;
+    return Status::OK();
+  }
+  KVFOLD_RETURN_IF_ERROR(p);
+  pace->probe_every =
+      core::NextFloorProbe(last_state_, guard_.verified(), guard_.write_rate(), opt_.idle_probe);
+  // Within a quarter of the marker window the probe re-anchors an idle
+  // watch, so the next message after a quiet spell passes.
+  if (const auto window = core::MarkerWindowNs(last_state_)) {
+    pace->probe_every = std::min(core::QuarterWindow(*window), pace->probe_every);
+  }
+  return Status::OK();
 }
 
 // nats-server before 2.9.12 moves every consumer that is behind forward to
@@ -555,10 +613,8 @@ Status WatchLoop::Apply(const BucketMessage& m) {
     const bool must_read =
         opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read"));
     if (!must_read) {
-    } else if (const Entry* p = pending_.Find(m.key)) {
-      current = *p;
-    } else if (const Entry* q = InFlight(m.key)) {
-      current = *q;  // being written: the fold may not show it yet
+    } else if (const Entry* p = pipeline_.Find(m.key)) {
+      current = *p;  // pending or in flight: the fold may not show it yet
     } else {
       Entry stored;
       Status s = fold_.Get(m.key, &stored);
@@ -582,7 +638,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
         KVFOLD_RETURN_IF_ERROR(opt_.apply(change));
       }
       if (opt_.metrics) opt_.metrics->RecordChange(m.op, ChangeOrigin::kLive);
-      pending_.Put(m.key, std::move(*next));
+      pipeline_.pending().Put(m.key, std::move(*next));
     }
   }
   // Consecutive sequences leave no stretch to prove; a jump does, and the
@@ -687,8 +743,9 @@ Status WatchLoop::Probe() {
 }
 
 Status WatchLoop::Repair() {
-  const core::RepairCause cause = *repair_cause_;
-  const std::string why = repair_why_;
+  RepairPlan plan;
+  plan.cause = *repair_cause_;
+  plan.why = repair_why_;
   // Everything received is folded and in the store before any repair looks
   // at the fold: a re-queued batch would be invisible to the key-set diff
   // and could resurrect a key deleted meanwhile.
@@ -698,171 +755,184 @@ Status WatchLoop::Repair() {
   repair_cause_.reset();
   auto state = ReadState();
   if (!state.ok()) {
-    repair_cause_ = cause;  // retried after the backoff
+    repair_cause_ = plan.cause;  // retried after the backoff
     return state.status();
   }
+  plan.state = *state;
   const bool memo_before = eviction_observed_;
-  NoteRetention(*state);
+  NoteRetention(plan.state);
   if (eviction_observed_ && !memo_before) {
     FoldCommit memo;
     memo.eviction_observed = true;
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
   }
-  const Retention retention = ClassifyRetention(*state, eviction_observed_);
-  const core::RepairChoice choice = core::ChooseRepair(opt_.repair, cause, retention);
-  switch (choice.action) {
-    case core::RepairAction::kRefuse:
-      // A reconcile with nothing it may do is skipped, not refused.
-      if (cause != core::RepairCause::kReconcile) repair_kind_ = RepairKind::kRefuse;
-      break;
-    case core::RepairAction::kRelist:
-      repair_kind_ =
-          cause == core::RepairCause::kReconcile ? RepairKind::kReconcile : RepairKind::kRelist;
-      break;
-    case core::RepairAction::kRestore:
-      repair_kind_ = RepairKind::kRestore;
-      break;
-    case core::RepairAction::kResync:
-      repair_kind_ = RepairKind::kResync;
-      break;
-  }
-  Log(std::string("repair: ") + core::RepairCauseName(cause) + " (" + why + "); bucket " +
-      DescribeRetention(*state, retention) + "; policy " +
+  const Retention retention = ClassifyRetention(plan.state, eviction_observed_);
+  plan.choice = core::ChooseRepair(opt_.repair, plan.cause, retention);
+  plan.rebase = plan.cause == core::RepairCause::kRecreated;
+  repair_kind_ = RepairKindOf(plan);
+  Log(std::string("repair: ") + core::RepairCauseName(plan.cause) + " (" + plan.why + "); bucket " +
+      DescribeRetention(plan.state, retention) + "; policy " +
       std::string(ExpiryRepairName(opt_.repair)) + " -> " +
-      core::RepairActionName(choice.action) + ": " + choice.why);
-  repair::RepairEnv env{source_, fold_, opt_, clock_, eviction_observed_};
-  const bool rebase = cause == core::RepairCause::kRecreated;
-  auto record = [&](const std::string& outcome) {
-    return std::string(ExpiryRepairName(opt_.repair)) + " " +
-           core::RepairActionName(choice.action) + " after " + core::RepairCauseName(cause) +
-           ": " + outcome + " at " + UtcNow();
-  };
-
-  switch (choice.action) {
-    case core::RepairAction::kRefuse: {
-      if (cause == core::RepairCause::kReconcile) return Status::OK();
+      core::RepairActionName(plan.choice.action) + ": " + plan.choice.why);
+  switch (plan.choice.action) {
+    case core::RepairAction::kRefuse:
+      if (plan.cause == core::RepairCause::kReconcile) return Status::OK();
       // Refused: entries, cursor and last_repair stay as they were (only
       // the eviction memo, a fact about the bucket, may have been recorded).
       return Status::CursorExpired(
-          why + ". " + choice.why +
+          plan.why + ". " + plan.choice.why +
           ". Choices: --repair restore with --artifacts LOC holding a fresh artifact of this "
           "bucket (export one from an up-to-date node); or, on a first deploy onto a bucket "
           "that has already evicted, start one node with --repair none, export from it, then "
           "start the rest with --repair auto --artifacts LOC");
-    }
-    case core::RepairAction::kRelist: {
-      FoldCommit final_meta;
-      if (rebase) {
-        final_meta.cursor = 0;
-        final_meta.rebase = true;
-        final_meta.stream_created = state->created;
-        // The memo was about the old stream; the new one starts clean.
-        final_meta.eviction_observed = ClassifyRetention(*state, false).has_evicted;
-      }
-      repair::RelistResult r;
-      const ChangeOrigin origin = cause == core::RepairCause::kReconcile
-                                      ? ChangeOrigin::kReconcile
-                                      : ChangeOrigin::kRelist;
-      Status s = repair::RunRelist(env, opt_.scope, origin, rebase, final_meta, &r);
-      if (s.IsFailedPrecondition()) {
-        // The bucket began evicting during the listing: decide again with
-        // the new retention (the memo is recorded by the next read).
-        Log(LogLevel::kWarning, "relist abandoned: " + s.message());
-        if (++relists_abandoned_ >= 3) {
-          return Status::CursorExpired(why + ". The key listing stopped being the truth " +
-                                       std::to_string(relists_abandoned_) +
-                                       " times in a row: " + s.message());
-        }
-        repair_cause_ = cause;
-        repair_why_ = why;
-        return Status::OK();
-      }
-      relists_abandoned_ = 0;
-      KVFOLD_RETURN_IF_ERROR(s);
-      if (r.stopped) {
-        repair_stopped_ = true;
-        return Status::OK();
-      }
-      Log(std::string(cause == core::RepairCause::kReconcile ? "reconcile" : "relist") +
-          " done: " + std::to_string(r.listed) + " keys listed through revision " +
-          std::to_string(r.listing_revision) + ", " + std::to_string(r.deleted) +
-          " deleted, no values fetched");
-      FoldCommit outcome;
-      outcome.last_repair = record(std::to_string(r.listed) + " listed, " +
-                                   std::to_string(r.deleted) + " deleted through revision " +
-                                   std::to_string(r.listing_revision));
-      KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
-      // The fold now holds the new stream's keys at cursor 0.
-      if (rebase) KVFOLD_RETURN_IF_ERROR(ReanchorToFold(true, state->last_seq));
-      // Every delete at or below the listing's revision is in the fold now;
-      // on a bucket that never evicts current values nothing below it can
-      // still be missing (the frontier honours this only while that holds).
-      guard_.RaiseRelistFloor(r.listing_revision);
-      // An unanchored fold continues with a state sync, decided afresh by
-      // CheckStart (which refuses one where the listing is not the truth).
-      unanchored_ = false;
-      AdvanceCursor();
-      return Status::OK();
-    }
-    case core::RepairAction::kRestore: {
-      repair::RestoreRequest req;
-      req.scope = opt_.scope;
-      req.rebase = rebase;
-      req.marker_ttl_ns = marker_ttl_.effective_ns();
-      if (cause != core::RepairCause::kUnanchored && cause != core::RepairCause::kFreshStart) {
-        req.fold_cursor = committed_;
-      }
-      repair::RestoreResult r;
-      Status s = repair::RunRestore(env, req, &r);
-      if (!s.ok()) {
-        if (s.IsCursorExpired()) return Status::CursorExpired(why + ". " + s.message());
-        return s;
-      }
-      if (r.stopped) {
-        repair_stopped_ = true;
-        return Status::OK();
-      }
-      Log("restore done from artifact " + r.artifact_id + ": cursor " +
-          (committed_ ? std::to_string(*committed_) : std::string("<none>")) + " -> " +
-          std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
-          std::to_string(r.deleted) + " deleted, " + std::to_string(r.listed) +
-          " keys listed, after " + std::to_string(r.attempts) + " attempt(s)");
-      std::optional<uint64_t> new_target;
-      if (rebase && opt_.until_caught_up) {
-        auto now = source_.ReadStream();
-        if (!now.ok()) return now.status();
-        new_target = now->last_seq;  // the new stream's
-      }
-      KVFOLD_RETURN_IF_ERROR(ReanchorToFold(rebase, new_target));
-      return Status::OK();
-    }
-    case core::RepairAction::kResync: {
-      Log(LogLevel::kWarning,
-          "repair none: re-listing current values without deleting anything; keys "
-          "deleted or aged out while this fold was behind may persist in it");
-      FoldCommit note;
-      note.last_repair = record("re-listed current values, deleted nothing");
-      KVFOLD_RETURN_IF_ERROR(fold_.Commit(note));
-      sync_next_ = true;
-      unanchored_ = false;
-      return Status::OK();
-    }
+    case core::RepairAction::kRelist:
+      return Relist(plan);
+    case core::RepairAction::kRestore:
+      return Restore(plan);
+    case core::RepairAction::kResync:
+      return Resync(plan);
   }
   return Status::Internal("unknown repair action");
+}
+
+std::optional<RepairKind> WatchLoop::RepairKindOf(const RepairPlan& plan) {
+  const bool reconcile = plan.cause == core::RepairCause::kReconcile;
+  switch (plan.choice.action) {
+    case core::RepairAction::kRefuse:
+      // A reconcile with nothing it may do is skipped, not refused.
+      if (reconcile) return std::nullopt;
+      return RepairKind::kRefuse;
+    case core::RepairAction::kRelist:
+      return reconcile ? RepairKind::kReconcile : RepairKind::kRelist;
+    case core::RepairAction::kRestore:
+      return RepairKind::kRestore;
+    case core::RepairAction::kResync:
+      return RepairKind::kResync;
+  }
+  return std::nullopt;
+}
+
+std::string WatchLoop::RepairRecord(const RepairPlan& plan, const std::string& outcome) const {
+  return std::string(ExpiryRepairName(opt_.repair)) + " " +
+         core::RepairActionName(plan.choice.action) + " after " +
+         core::RepairCauseName(plan.cause) + ": " + outcome + " at " + UtcNow();
+}
+
+repair::RepairEnv WatchLoop::Env() {
+  return repair::RepairEnv{source_, fold_, opt_, clock_, eviction_observed_};
+}
+
+Status WatchLoop::Relist(const RepairPlan& plan) {
+  FoldCommit final_meta;
+  if (plan.rebase) {
+    final_meta.cursor = 0;
+    final_meta.rebase = true;
+    final_meta.stream_created = plan.state.created;
+    // The memo was about the old stream; the new one starts clean.
+    final_meta.eviction_observed = ClassifyRetention(plan.state, false).has_evicted;
+  }
+  repair::RelistResult r;
+  const ChangeOrigin origin = plan.cause == core::RepairCause::kReconcile ? ChangeOrigin::kReconcile
+                                                                          : ChangeOrigin::kRelist;
+  repair::RepairEnv env = Env();
+  Status s = repair::RunRelist(env, opt_.scope, origin, plan.rebase, final_meta, &r);
+  if (s.IsFailedPrecondition()) {
+    // The bucket began evicting during the listing: decide again with
+    // the new retention (the memo is recorded by the next read).
+    Log(LogLevel::kWarning, "relist abandoned: " + s.message());
+    if (++relists_abandoned_ >= 3) {
+      return Status::CursorExpired(plan.why + ". The key listing stopped being the truth " +
+                                   std::to_string(relists_abandoned_) +
+                                   " times in a row: " + s.message());
+    }
+    repair_cause_ = plan.cause;
+    repair_why_ = plan.why;
+    return Status::OK();
+  }
+  relists_abandoned_ = 0;
+  KVFOLD_RETURN_IF_ERROR(s);
+  if (r.stopped) {
+    repair_stopped_ = true;
+    return Status::OK();
+  }
+  Log(std::string(plan.cause == core::RepairCause::kReconcile ? "reconcile" : "relist") +
+      " done: " + std::to_string(r.listed) + " keys listed through revision " +
+      std::to_string(r.listing_revision) + ", " + std::to_string(r.deleted) +
+      " deleted, no values fetched");
+  FoldCommit outcome;
+  outcome.last_repair =
+      RepairRecord(plan, std::to_string(r.listed) + " listed, " + std::to_string(r.deleted) +
+                             " deleted through revision " + std::to_string(r.listing_revision));
+  KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
+  // The fold now holds the new stream's keys at cursor 0.
+  if (plan.rebase) KVFOLD_RETURN_IF_ERROR(ReanchorToFold(true, plan.state.last_seq));
+  // Every delete at or below the listing's revision is in the fold now;
+  // on a bucket that never evicts current values nothing below it can
+  // still be missing (the frontier honours this only while that holds).
+  guard_.RaiseRelistFloor(r.listing_revision);
+  // An unanchored fold continues with a state sync, decided afresh by
+  // CheckStart (which refuses one where the listing is not the truth).
+  unanchored_ = false;
+  AdvanceCursor();
+  return Status::OK();
+}
+
+Status WatchLoop::Restore(const RepairPlan& plan) {
+  repair::RestoreRequest req;
+  req.scope = opt_.scope;
+  req.rebase = plan.rebase;
+  req.marker_ttl_ns = marker_ttl_.effective_ns();
+  if (plan.cause != core::RepairCause::kUnanchored &&
+      plan.cause != core::RepairCause::kFreshStart) {
+    req.fold_cursor = pipeline_.committed();
+  }
+  repair::RestoreResult r;
+  repair::RepairEnv env = Env();
+  Status s = repair::RunRestore(env, req, &r);
+  if (!s.ok()) {
+    if (s.IsCursorExpired()) return Status::CursorExpired(plan.why + ". " + s.message());
+    return s;
+  }
+  if (r.stopped) {
+    repair_stopped_ = true;
+    return Status::OK();
+  }
+  Log("restore done from artifact " + r.artifact_id + ": cursor " +
+      (pipeline_.committed() ? std::to_string(*pipeline_.committed()) : std::string("<none>")) +
+      " -> " + std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
+      std::to_string(r.deleted) + " deleted, " + std::to_string(r.listed) + " keys listed, after " +
+      std::to_string(r.attempts) + " attempt(s)");
+  std::optional<uint64_t> new_target;
+  if (plan.rebase && opt_.until_caught_up) {
+    auto now = source_.ReadStream();
+    if (!now.ok()) return now.status();
+    new_target = now->last_seq;  // the new stream's
+  }
+  KVFOLD_RETURN_IF_ERROR(ReanchorToFold(plan.rebase, new_target));
+  return Status::OK();
+}
+
+Status WatchLoop::Resync(const RepairPlan& plan) {
+  Log(LogLevel::kWarning,
+      "repair none: re-listing current values without deleting anything; keys "
+      "deleted or aged out while this fold was behind may persist in it");
+  FoldCommit note;
+  note.last_repair = RepairRecord(plan, "re-listed current values, deleted nothing");
+  KVFOLD_RETURN_IF_ERROR(fold_.Commit(note));
+  sync_next_ = true;
+  unanchored_ = false;
+  return Status::OK();
 }
 
 Status WatchLoop::ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target) {
   auto meta = fold_.ReadMeta();
   if (!meta.ok()) return meta.status();
   if (!meta->cursor) return Status::Internal("a repair left the fold without a cursor");
-  committed_ = meta->cursor;
-  committed_anchor_ = meta->cursor_time_ns;
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, new_stream);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
-  pending_ = core::PendingBatch();
-  pending_.AdvanceTo(*meta->cursor, guard_.CursorAnchor());
+  pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   unanchored_ = false;
   sync_next_ = false;
   if (new_stream) {
@@ -892,66 +962,10 @@ void WatchLoop::RecordRepairOutcome(const Status& s) {
   repair_kind_.reset();
 }
 
-Status WatchLoop::TryCommit(bool force) {
-  if (committer_.in_flight()) {
-    // Keep receiving while the store writes, up to a bound on memory.
-    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size) {
-      return Status::OK();
-    }
-    KVFOLD_RETURN_IF_ERROR(Collect());
-  }
-  if (!PendingWork()) return Status::OK();
-  if (!force && failures_ > 0 && clock_.Now() < retry_at_) return Status::OK();
-  // Prove the frontier first, one stream read per commit at most, so the
-  // cursor covers the batch: a fold's entries stay at or below its cursor
-  // (what an export of it requires) except after a trip or mid-repair.
+Status WatchLoop::ProveFrontier() {
   if (guard_.unverified() && !repair_cause_) {
     auto checked = CheckFloor();
     if (!checked.ok() && !checked.status().IsUnavailable()) return checked.status();
-  }
-  committer_.Start(pending_.Release());
-  if (force || !opt_.commit_in_background) return Collect();
-  return Status::OK();
-}
-
-Status WatchLoop::Collect() {
-  Status s = committer_.Wait();
-  if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), committer_.took());
-  if (s.ok()) {
-    if (failures_ > 0) Log("commit succeeded after " + std::to_string(failures_) + " failure(s)");
-    if (!KVFOLD_MUTANT("commit-failures-never-reset")) failures_ = 0;
-    // A commit of metadata alone (the memo, say) leaves the cursor as it was.
-    if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
-    if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;
-    if (opt_.metrics && committed_) {
-      opt_.metrics->RecordCursor(*committed_);
-      if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);
-    }
-    if (opt_.on_applied && committed_) opt_.on_applied(*committed_);
-    return Status::OK();
-  }
-  ++failures_;
-  FoldCommit failed = committer_.Take();
-  if (!KVFOLD_MUTANT("batch-drop-on-failure")) pending_.TakeBack(std::move(failed));
-  if (failures_ >= opt_.max_commit_failures) {
-    return s.WithContext("commit failed " + std::to_string(failures_) +
-                         " consecutive times; the fold keeps cursor " +
-                         (committed_ ? std::to_string(*committed_) : "<none>"));
-  }
-  Log(LogLevel::kWarning, "commit failed (" + s.ToString() + "); keeping the batch to retry");
-  retry_at_ = clock_.Now() + std::min(milliseconds(100) * failures_, milliseconds(2000));
-  return Status::OK();
-}
-
-Status WatchLoop::Flush() {
-  while (committer_.in_flight() || PendingWork()) {
-    const int before = failures_;
-    KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
-    if (failures_ > before) {
-      // Flushing on shutdown still backs off between attempts, but a stop
-      // request must not skip them.
-      clock_.SleepFor(milliseconds(100) * failures_, std::stop_token());
-    }
   }
   return Status::OK();
 }

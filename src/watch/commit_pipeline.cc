@@ -1,0 +1,103 @@
+#include "watch/commit_pipeline.h"
+
+#include <algorithm>
+
+#include "core/mutation.h"
+
+namespace kvfold {
+
+using std::chrono::milliseconds;
+
+CommitPipeline::CommitPipeline(Fold& fold, Clock& clock, CommitPipelineOptions options)
+    : clock_(clock), opt_(std::move(options)), committer_(fold, opt_.background) {}
+
+void CommitPipeline::ResetTo(std::optional<uint64_t> cursor, int64_t anchor_ns) {
+  committed_ = cursor;
+  committed_anchor_ = anchor_ns;
+  pending_ = core::PendingBatch();
+  if (cursor) pending_.AdvanceTo(*cursor, anchor_ns);
+}
+
+const Entry* CommitPipeline::Find(const std::string& key) const {
+  if (const Entry* p = pending_.Find(key)) return p;
+  if (!committer_.in_flight()) return nullptr;
+  auto it = committer_.batch().entries.find(key);
+  return it == committer_.batch().entries.end() ? nullptr : &it->second;
+}
+
+std::optional<uint64_t> CommitPipeline::Handed() const {
+  if (committer_.in_flight() && committer_.batch().cursor) return committer_.batch().cursor;
+  return committed_;
+}
+
+bool CommitPipeline::AnchorRefreshDue() const {
+  if (!pending_.cursor() || pending_.cursor() != committed_) return false;
+  if (KVFOLD_MUTANT("anchor-skip-refresh")) return false;
+  return marker_window_ns_ &&
+         pending_.cursor_time_ns() - committed_anchor_ >= *marker_window_ns_ / 4;
+}
+
+bool CommitPipeline::HasWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
+
+Status CommitPipeline::TryCommit(bool force, const std::function<Status()>& prove) {
+  if (committer_.in_flight()) {
+    // Keep receiving while the store writes, up to a bound on memory.
+    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size) {
+      return Status::OK();
+    }
+    KVFOLD_RETURN_IF_ERROR(Collect());
+  }
+  if (!HasWork()) return Status::OK();
+  if (!force && failures_ > 0 && clock_.Now() < retry_at_) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(prove());
+  committer_.Start(pending_.Release());
+  if (force || !opt_.background) return Collect();
+  return Status::OK();
+}
+
+Status CommitPipeline::CollectIfFinished() {
+  if (committer_.in_flight() && committer_.finished()) return Collect();
+  return Status::OK();
+}
+
+Status CommitPipeline::Collect() {
+  Status s = committer_.Wait();
+  if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), committer_.took());
+  if (s.ok()) {
+    if (failures_ > 0) {
+      Log(LogLevel::kInfo, "commit succeeded after " + std::to_string(failures_) + " failure(s)");
+    }
+    if (!KVFOLD_MUTANT("commit-failures-never-reset")) failures_ = 0;
+    // A commit of metadata alone (the memo, say) leaves the cursor as it was.
+    if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
+    if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;
+    if (opt_.committed && committed_) opt_.committed(*committed_);
+    return Status::OK();
+  }
+  ++failures_;
+  FoldCommit failed = committer_.Take();
+  if (!KVFOLD_MUTANT("batch-drop-on-failure")) pending_.TakeBack(std::move(failed));
+  if (failures_ >= opt_.max_commit_failures) {
+    return s.WithContext("commit failed " + std::to_string(failures_) +
+                         " consecutive times; the fold keeps cursor " +
+                         (committed_ ? std::to_string(*committed_) : "<none>"));
+  }
+  Log(LogLevel::kWarning, "commit failed (" + s.ToString() + "); keeping the batch to retry");
+  retry_at_ = clock_.Now() + std::min(milliseconds(100) * failures_, milliseconds(2000));
+  return Status::OK();
+}
+
+Status CommitPipeline::Flush(const std::function<Status()>& prove) {
+  while (committer_.in_flight() || HasWork()) {
+    const int before = failures_;
+    KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true, prove));
+    if (failures_ > before) {
+      // Flushing on shutdown still backs off between attempts, but a stop
+      // request must not skip them.
+      clock_.SleepFor(milliseconds(100) * failures_, std::stop_token());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace kvfold
