@@ -6,6 +6,7 @@
 
 #include "kvfold/artifact.h"
 #include "kvfold/bucket.h"
+#include "kvfold/change.h"
 #include "kvfold/clock.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"

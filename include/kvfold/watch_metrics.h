@@ -23,8 +23,8 @@
 #include <string_view>
 
 #include "kvfold/bucket.h"
+#include "kvfold/change.h"
 #include "kvfold/repair.h"
-#include "kvfold/watcher.h"
 
 namespace kvfold {
 

@@ -33,6 +33,7 @@
 #include <string_view>
 
 #include "kvfold/bucket.h"
+#include "kvfold/change.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
 #include "kvfold/log_line.h"
@@ -43,28 +44,6 @@
 namespace kvfold {
 
 class WatchMetrics;
-
-// Where a change comes from.
-enum class ChangeOrigin {
-  kLive,       // a delivered message (also a state sync's)
-  kRelist,     // a key-listing diff deleted a key the bucket no longer lists
-  kRestore,    // taken from an artifact, or deleted by a restore
-  kReconcile,  // the periodic key-set diff deleted a key
-};
-std::string_view ChangeOriginName(ChangeOrigin origin);  // "live", "relist", ...
-
-// One change to the fold, as the apply hook sees it. The views are valid
-// only during the hook call.
-struct Change {
-  std::string_view key;
-  Op op = Op::kPut;
-  std::string_view value;      // empty for delete and purge
-  // > previous_revision, except when a fold is rebuilt against a recreated
-  // stream (whose sequences start over).
-  uint64_t revision = 0;
-  uint64_t previous_revision = 0;  // the key's last revision in the fold, 0 if none
-  ChangeOrigin origin = ChangeOrigin::kLive;
-};
 
 struct WatchOptions {
   // Keys to fold. Default: the whole bucket. A fold records its scope on the

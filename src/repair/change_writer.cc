@@ -11,7 +11,7 @@ using std::chrono::milliseconds;
 
 Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& previous,
                          const Entry& next, bool hook) {
-  if (hook && opt_.apply) {
+  if (hook && ctx_.HasHook()) {
     Change c;
     c.key = key;
     c.op = next.deleted ? Op::kDelete : Op::kPut;
@@ -19,11 +19,11 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
     c.revision = next.revision;
     c.previous_revision = previous ? previous->revision : 0;
     c.origin = origin_;
-    KVFOLD_RETURN_IF_ERROR(opt_.apply(c));
+    KVFOLD_RETURN_IF_ERROR(ctx_.Hook(c));
   }
   if (hook) {
     ++(next.deleted ? deletes_ : puts_);
-    if (opt_.metrics) opt_.metrics->RecordChange(next.deleted ? Op::kDelete : Op::kPut, origin_);
+    if (ctx_.metrics) ctx_.metrics->RecordChange(next.deleted ? Op::kDelete : Op::kPut, origin_);
   }
   const bool first = pending_.entries.insert_or_assign(key, next).second;
   if (!first) counts_known_ = false;
@@ -61,20 +61,17 @@ Status ChangeWriter::CommitWithRetry(FoldCommit& commit) {
   for (int failures = 1;; ++failures) {
     const auto start = std::chrono::steady_clock::now();
     Status s = fold_.Commit(commit);
-    if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), std::chrono::steady_clock::now() - start);
+    if (ctx_.metrics) ctx_.metrics->RecordCommit(s.ok(), std::chrono::steady_clock::now() - start);
     if (s.ok()) return s;
     if (s.code() == Status::Code::kInternal) return s;  // a bug, not a passing fault
     // A failed commit may still have been applied: a count change would
     // then count twice, so the retry lets the store read the keys.
     commit.counts.reset();
-    if (failures >= opt_.max_commit_failures) {
+    if (failures >= ctx_.max_commit_failures) {
       return s.WithContext("repair commit failed " + std::to_string(failures) +
                            " consecutive times");
     }
-    if (opt_.log) {
-      const std::string line = "repair commit failed (" + s.ToString() + "); retrying";
-      opt_.log(LogLine{LogLevel::kWarning, line});
-    }
+    ctx_.Log(LogLevel::kWarning, "repair commit failed (" + s.ToString() + "); retrying");
     clock_.SleepFor(std::min(milliseconds(100) * failures, milliseconds(2000)), std::stop_token());
   }
 }

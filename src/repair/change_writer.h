@@ -12,7 +12,7 @@
 
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
-#include "kvfold/watcher.h"
+#include "repair/repair_context.h"
 
 namespace kvfold::repair {
 
@@ -20,13 +20,12 @@ class ChangeWriter {
  public:
   // Commits every `batch_limit` changes (batch_size when 0); a caller may
   // Flush sooner, e.g. at each artifact chunk.
-  ChangeWriter(Fold& fold, const WatchOptions& options, Clock& clock, ChangeOrigin origin,
-               size_t batch_limit = 0)
-      : fold_(fold),
-        opt_(options),
-        clock_(clock),
+  ChangeWriter(const RepairContext& ctx, ChangeOrigin origin, size_t batch_limit = 0)
+      : fold_(ctx.fold),
+        ctx_(ctx),
+        clock_(ctx.clock),
         origin_(origin),
-        batch_limit_(batch_limit == 0 ? options.batch_size : batch_limit) {}
+        batch_limit_(batch_limit == 0 ? ctx.batch_size : batch_limit) {}
 
   // Records `next` for `key` (whose fold entry was `previous`), calling the
   // hook first when `hook`; commits when the batch is full.
@@ -47,7 +46,7 @@ class ChangeWriter {
   void TakeCounts(FoldCommit* commit);
 
   Fold& fold_;
-  const WatchOptions& opt_;
+  const RepairContext& ctx_;
   Clock& clock_;
   ChangeOrigin origin_;
   size_t batch_limit_;

@@ -11,18 +11,18 @@
 
 namespace kvfold::repair {
 
-Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool rebase,
+Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bool rebase,
                  FoldCommit final_meta, RelistResult* out) {
-  ListedKeys listed(env.options.listing_memory_keys, env.options.spill_dir);
+  ListedKeys listed(ctx.listing_memory_keys, ctx.spill_dir);
   uint64_t listing_revision = 0;
-  KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
+  KVFOLD_RETURN_IF_ERROR(ctx.source.ListKeys(
       scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
       &listing_revision));
   // A bucket that began evicting during the listing may have dropped keys
   // from it: then the listing is no proof of deletion.
-  auto after = env.source.ReadStream();
+  auto after = ctx.source.ReadStream();
   if (!after.ok()) return after.status();
-  const Retention retention = ClassifyRetention(*after, env.eviction_observed);
+  const Retention retention = ClassifyRetention(*after, ctx.eviction_observed);
   if (!retention.listing_is_truth && !KVFOLD_MUTANT("relist-skip-recheck")) {
     return Status::FailedPrecondition("the key listing stopped being the truth while it ran: " +
                                       DescribeRetention(*after, retention));
@@ -30,8 +30,8 @@ Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool r
   out->listing_revision = listing_revision;
   out->listed = listed.size();
 
-  ChangeWriter writer(env.fold, env.options, env.clock, origin);
-  FoldWalker walker(env.fold, scope);
+  ChangeWriter writer(ctx, origin);
+  FoldWalker walker(ctx.fold, scope);
   uint64_t since_stop_check = 0;
   while (true) {
     auto next = walker.Peek();
@@ -41,7 +41,7 @@ Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool r
     bool live = false;
     uint64_t delete_revision = listing_revision;
     if (!entry.deleted) {
-      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision);
+      auto c = LiveInBucket(ctx.source, listed, key, listing_revision, &delete_revision);
       if (!c.ok()) return c.status();
       live = *c;
     }
@@ -49,9 +49,9 @@ Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool r
       KVFOLD_RETURN_IF_ERROR(writer.Add(key, entry, change->entry, change->hook));
     }
     walker.Pop();
-    if (++since_stop_check >= env.options.batch_size) {
+    if (++since_stop_check >= ctx.batch_size) {
       since_stop_check = 0;
-      if (env.options.stop.stop_requested()) {
+      if (ctx.stop.stop_requested()) {
         KVFOLD_RETURN_IF_ERROR(writer.Flush());
         out->deleted = writer.deletes();
         out->stopped = true;

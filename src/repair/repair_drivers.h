@@ -12,17 +12,9 @@
 #include "kvfold/bucket.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
-#include "kvfold/watcher.h"
+#include "repair/repair_context.h"
 
 namespace kvfold::repair {
-
-struct RepairEnv {
-  BucketSource& source;
-  Fold& fold;
-  const WatchOptions& options;
-  Clock& clock;
-  bool eviction_observed = false;  // the fold's memo as the watch knows it
-};
 
 struct RelistResult {
   uint64_t listing_revision = 0;  // the stream's last_seq read before the listing
@@ -37,7 +29,7 @@ struct RelistResult {
 // revision 0. The fold's cursor is not moved; `final_meta` goes into the last
 // commit. FailedPrecondition when the key listing stopped being the truth
 // during the listing (the bucket evicted meanwhile): nothing was written.
-Status RunRelist(RepairEnv& env, const Scope& scope, ChangeOrigin origin, bool rebase,
+Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bool rebase,
                  FoldCommit final_meta, RelistResult* out);
 
 struct RestoreRequest {
@@ -63,13 +55,13 @@ struct RestoreResult {
   int64_t marker_window_ns = 0;
 };
 
-// Restores from the newest usable artifact of options.artifacts (SPEC §5),
-// waiting with backoff up to options.repair_timeout for one to appear.
+// Restores from the newest usable artifact of ctx.artifacts (SPEC §5),
+// waiting with backoff up to ctx.repair_timeout for one to appear.
 // The cursor moves to the artifact's only in the final commit, with the
 // stream identity and the eviction memo. CursorExpired when no usable
 // artifact appeared in time (the fold may hold finished chunks, all under
 // the old cursor); a store error when the fold fails.
-Status RunRestore(RepairEnv& env, const RestoreRequest& request, RestoreResult* out);
+Status RunRestore(RepairContext& ctx, const RestoreRequest& request, RestoreResult* out);
 
 }  // namespace kvfold::repair
 

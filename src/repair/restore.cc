@@ -26,16 +26,16 @@ using std::chrono::milliseconds;
 
 // One attempt. *retry says whether a failure may pass with time (no usable
 // artifact yet) rather than being a fault of the fold.
-Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out, bool* retry) {
+Status TryRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* out, bool* retry) {
   *retry = true;
-  ArtifactSource& artifacts = *env.options.artifacts;
+  ArtifactSource& artifacts = *ctx.artifacts;
   auto manifest = artifacts.Newest();
   if (!manifest.ok()) return manifest.status();
   const ArtifactManifest& m = *manifest;
 
   int64_t marker_ttl_ns = 0;  // as the last check measured it
   auto check = [&](const char* when) -> StatusOr<StreamState> {
-    auto state = env.source.ReadStream();
+    auto state = ctx.source.ReadStream();
     if (!state.ok()) return state.status();
     // The smallest TTL a marker after the artifact's anchor can carry: the
     // bucket's, the watch's, and the exporter's (markers written before a
@@ -48,7 +48,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
     }
     marker_ttl_ns = measured.marker_ttl_ns;
     out->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
-    core::RestoreTarget target{env.source.bucket(),
+    core::RestoreTarget target{ctx.source.bucket(),
                                state->created,
                                req.scope,
                                req.rebase ? std::nullopt : req.fold_cursor,
@@ -70,7 +70,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   {
     std::string previous;
     uint64_t entries = 0;
-    FoldWalker walker(env.fold, req.scope, /*values=*/false);
+    FoldWalker walker(ctx.fold, req.scope, /*values=*/false);
     Status fold_error;
     // Fold keys before `bound` (all when nullptr) are the fold's alone.
     auto fold_only_before = [&](const std::string_view* bound) -> Status {
@@ -102,7 +102,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
         return fold_error;
       }
       KVFOLD_RETURN_IF_ERROR(read);
-      if (env.options.stop.stop_requested()) {
+      if (ctx.stop.stop_requested()) {
         out->stopped = true;
         return Status::OK();
       }
@@ -124,12 +124,12 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   // Keys only the fold holds are deleted only if the bucket does not list
   // them live; the listing is a proof only while nothing after the
   // artifact's cursor has been evicted, so retention is read again after it.
-  ListedKeys listed(env.options.listing_memory_keys, env.options.spill_dir);
+  ListedKeys listed(ctx.listing_memory_keys, ctx.spill_dir);
   uint64_t listing_revision = 0;
   StatusOr<StreamState> after_listing = after_download;
   const bool list = fold_only_live;
   if (list) {
-    KVFOLD_RETURN_IF_ERROR(env.source.ListKeys(
+    KVFOLD_RETURN_IF_ERROR(ctx.source.ListKeys(
         req.scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
         &listing_revision));
     after_listing = check("after the key listing");
@@ -138,15 +138,15 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   out->listed = listed.size();
   // On a rebase the old stream's memo goes; the artifact's and the new
   // stream's own count.
-  const bool evicted = m.eviction_observed || (env.eviction_observed && !req.rebase) ||
+  const bool evicted = m.eviction_observed || (ctx.eviction_observed && !req.rebase) ||
                        ClassifyRetention(*after_listing, false).has_evicted;
 
   // From here on the fold changes: only its own faults are final.
   // One commit per artifact chunk (chunks bound its size): a restore of a
   // million keys is a few dozen fsyncs, not a thousand.
-  ChangeWriter writer(env.fold, env.options, env.clock, ChangeOrigin::kRestore,
-                      std::max<size_t>(env.options.batch_size, size_t{1} << 16));
-  FoldWalker walker(env.fold, req.scope);
+  ChangeWriter writer(ctx, ChangeOrigin::kRestore,
+                      std::max<size_t>(ctx.batch_size, size_t{1} << 16));
+  FoldWalker walker(ctx.fold, req.scope);
   auto apply = [&](const std::string& key, const std::optional<Entry>& fold,
                    const std::optional<Entry>& art) -> Status {
     bool live = false;
@@ -157,8 +157,8 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
         return Status::Internal("restore: fold key " + key +
                                 " is not in the artifact, but the verification pass found none");
       }
-      auto c = LiveInBucket(env.source, listed, key, listing_revision, &delete_revision,
-                            m.cursor + 1);
+      auto c =
+          LiveInBucket(ctx.source, listed, key, listing_revision, &delete_revision, m.cursor + 1);
       if (!c.ok()) return c.status();
       live = *c;
     }
@@ -186,7 +186,7 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
   };
 
   std::string previous;
-  if (env.options.metrics) env.options.metrics->RecordRestoreProgress(0, m.chunks.size());
+  if (ctx.metrics) ctx.metrics->RecordRestoreProgress(0, m.chunks.size());
   std::vector<std::pair<std::string, Entry>> chunk;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     chunk.clear();
@@ -216,10 +216,10 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
       *retry = false;  // the store's fault, not the artifact's
       return flushed;
     }
-    if (env.options.metrics) env.options.metrics->RecordRestoreProgress(i + 1, m.chunks.size());
+    if (ctx.metrics) ctx.metrics->RecordRestoreProgress(i + 1, m.chunks.size());
     // Shutdown is observed between chunks; what was committed stays under
     // the old cursor and a later run finishes the restore.
-    if (env.options.stop.stop_requested()) {
+    if (ctx.stop.stop_requested()) {
       out->stopped = true;
       return Status::OK();
     }
@@ -254,48 +254,45 @@ Status TryRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out,
 
 }  // namespace
 
-Status RunRestore(RepairEnv& env, const RestoreRequest& req, RestoreResult* out) {
-  const WatchOptions& opt = env.options;
-  if (opt.artifacts == nullptr) {
+Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* out) {
+  if (ctx.artifacts == nullptr) {
     return Status::CursorExpired(
         "a restore is needed but no artifact location is configured (--artifacts); start one "
         "node with --repair none, export from it (--export-to), then start the rest with "
         "--artifacts pointing there");
   }
-  const auto deadline = env.clock.Now() + opt.repair_timeout;
-  milliseconds backoff = opt.reconnect_backoff_min;
+  const auto deadline = ctx.clock.Now() + ctx.repair_timeout;
+  milliseconds backoff = ctx.backoff_min;
   while (true) {
     const int attempts = out->attempts + 1;
     *out = RestoreResult();
     out->attempts = attempts;
 
     bool retry = true;
-    Status s = TryRestore(env, req, out, &retry);
+    Status s = TryRestore(ctx, req, out, &retry);
     if (s.ok() || out->stopped) return Status::OK();
     if (!retry) return s;
     const std::string reason = s.ToString();
-    milliseconds longest = opt.reconnect_backoff_max;
+    milliseconds longest = ctx.backoff_max;
     if (out->marker_window_ns > 0) {
       longest = std::min(core::QuarterWindow(out->marker_window_ns), longest);
     }
     backoff = std::min(backoff, longest);
-    if (env.clock.Now() + backoff > deadline) {
+    if (ctx.clock.Now() + backoff > deadline) {
       return Status::CursorExpired(
-          "no usable artifact at " + opt.artifacts->location() + " within the repair timeout (" +
+          "no usable artifact at " + ctx.artifacts->location() + " within the repair timeout (" +
           std::to_string(out->attempts) + " attempts; last: " + reason +
           "). Export a fresh artifact from a node that is up to date (kvfold export or mirror "
           "--export-to), or, knowing that deleted or aged-out keys may persist, run with "
           "--repair none");
     }
-    if (opt.metrics) opt.metrics->RecordRestoreRetry();
-    if (opt.log) {
-      const std::string line = "restore attempt " + std::to_string(out->attempts) +
-                               ": no usable artifact at " + opt.artifacts->location() + " (" +
-                               reason + "); retrying in " + std::to_string(backoff.count()) + " ms";
-      opt.log(LogLine{LogLevel::kWarning, line});
-    }
-    env.clock.SleepFor(backoff, opt.stop);
-    if (opt.stop.stop_requested()) {
+    if (ctx.metrics) ctx.metrics->RecordRestoreRetry();
+    ctx.Log(LogLevel::kWarning, "restore attempt " + std::to_string(out->attempts) +
+                                    ": no usable artifact at " + ctx.artifacts->location() + " (" +
+                                    reason + "); retrying in " + std::to_string(backoff.count()) +
+                                    " ms");
+    ctx.clock.SleepFor(backoff, ctx.stop);
+    if (ctx.stop.stop_requested()) {
       out->stopped = true;
       return Status::OK();
     }

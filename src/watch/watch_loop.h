@@ -1,0 +1,206 @@
+// The watch loop behind Watch(): it sequences the decisions of src/core
+// (window check, floor guard rules, what a message does to a key, batch and
+// cursor rules, which repair runs) and the repairs of src/repair against a
+// BucketSource, a Fold and a Clock. Its state lives in three rooms:
+//  - FloorGuard (watch/floor_guard.h): received, verified, the cursor, and
+//    their marker-window anchors;
+//  - CommitPipeline (watch/commit_pipeline.h): pending and in-flight
+//    batches, the fold's cursor, retry and backoff;
+//  - the loop itself: sessions, the retention it last read, repair
+//    orchestration, which re-anchors both rooms through ReanchorToFold.
+//
+// Not thread-safe: Watch() runs one on the calling thread.
+
+#ifndef KVFOLD_WATCH_WATCH_LOOP_H_
+#define KVFOLD_WATCH_WATCH_LOOP_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/marker_window.h"
+#include "core/repair_rules.h"
+#include "kvfold/bucket.h"
+#include "kvfold/clock.h"
+#include "kvfold/fold.h"
+#include "kvfold/watch_metrics.h"
+#include "kvfold/watcher.h"
+#include "repair/repair_context.h"
+#include "watch/commit_pipeline.h"
+#include "watch/floor_guard.h"
+#include "watch/server_clock.h"
+
+namespace kvfold {
+
+class WatchLoop {
+ public:
+  WatchLoop(BucketSource& source, Fold& fold, const WatchOptions& options)
+      : source_(source),
+        fold_(fold),
+        opt_(options),
+        clock_(options.clock != nullptr ? *options.clock : *RealClock()),
+        pipeline_(fold, clock_, PipelineOptions()) {}
+
+  Status Run();
+
+ private:
+  enum class SessionEnd { kDone, kBroken, kRepair };
+
+  CommitPipelineOptions PipelineOptions() {
+    CommitPipelineOptions o;
+    o.background = opt_.commit_in_background;
+    o.batch_size = opt_.batch_size;
+    o.max_commit_failures = opt_.max_commit_failures;
+    o.metrics = opt_.metrics;
+    o.log = [this](LogLevel level, const std::string& line) { Log(level, line); };
+    o.committed = [this](uint64_t cursor) {
+      if (opt_.metrics) {
+        opt_.metrics->RecordCursor(cursor);
+        if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);
+      }
+      if (opt_.on_applied) opt_.on_applied(cursor);
+    };
+    return o;
+  }
+
+  Status Prepare();
+  // One delivery from open to reset, stop, catch-up or a needed repair.
+  // Returns a fatal status, or OK with *end saying how it ended.
+  Status Session(SessionEnd* end);
+  // The session from opening its delivery on `state`, the stream state
+  // its start checks passed on.
+  Status Deliver(const StreamState& state, SessionEnd* end);
+  // When the idle probe is due: after `probe_every` without a message.
+  struct Pace {
+    Clock::TimePoint last_activity;
+    std::chrono::milliseconds probe_every;
+  };
+  // The session's event loop. Each handler returns a fatal status, or OK
+  // with *keep false when the session ends (the next one starts after
+  // what was received).
+  Status Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end);
+  Status DrainBeforeRepair(Delivery& delivery);
+  // How long the next read may wait, as of `now`; `in_flight`: a batch
+  // was in flight then.
+  std::chrono::milliseconds NextTimeout(Clock::TimePoint now, bool in_flight, const Pace& pace);
+  Status OnMessage(const BucketMessage& message, uint64_t sequential_from, bool floor_due,
+                   bool* keep);
+  Status OnIdle(bool floor_due, Pace* pace, bool* keep);
+  // The window check at a session's start. Sets repair_cause_ when a repair
+  // must run first.
+  void CheckStart(const StreamState& state);
+  Status Apply(const BucketMessage& message);
+  StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message, uint64_t sequential_from);
+  // Reads fresh stream state and checks the floor: on success everything
+  // received before the read is verified; otherwise repair_cause_ is set.
+  StatusOr<StreamState> CheckFloor();
+  // Proves quiet stretches empty so the cursor can pass them.
+  Status Probe();
+  // A repair's inputs, decided once at its start.
+  struct RepairPlan {
+    core::RepairCause cause;
+    std::string why;
+    StreamState state;  // read after the flush
+    core::RepairChoice choice;
+    bool rebase = false;  // the stream was recreated
+  };
+  Status Repair();
+  Status Relist(const RepairPlan& plan);
+  Status Restore(const RepairPlan& plan);
+  Status Resync(const RepairPlan& plan);
+  static std::optional<RepairKind> RepairKindOf(const RepairPlan& plan);
+  // The fold's last_repair line for `outcome`.
+  std::string RepairRecord(const RepairPlan& plan, const std::string& outcome) const;
+  // The narrow contract a repair runs under.
+  repair::RepairContext RepairCtx() const;
+  void RecordRepairOutcome(const Status& s);
+  void NoteRetention(const StreamState& state);
+  void NeedRepair(core::RepairCause cause, std::string why) {
+    repair_cause_ = cause;
+    repair_why_ = std::move(why);
+  }
+  // The cursor a commit would carry now, and that position's anchor.
+  void AdvanceCursor() {
+    const auto cursor = guard_.Cursor();
+    if (cursor) pipeline_.pending().AdvanceTo(*cursor, guard_.CursorAnchor());
+  }
+  // Fresh stream state; the server clock is measured on it.
+  StatusOr<StreamState> ReadState() {
+    const auto before = clock_.Now();
+    const int64_t before_system = ServerClock::SystemNs();
+    auto state = source_.ReadStream();
+    if (state.ok()) server_clock_.Measure(before, before_system, state->server_time_ns);
+    return state;
+  }
+  // The server's clock now, as the last ReadState measured it; 0 unknown.
+  int64_t ServerNow() { return server_clock_.Now(clock_.Now()); }
+  // Every position back at the fold's cursor and anchor after a repair
+  // rewrote the fold (a restore, or a relist of a recreated stream). On a
+  // `new_stream` (the bucket was recreated) until_caught_up aims at
+  // `new_target`, the new stream's last_seq.
+  Status ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target);
+  // The marker window check of a stretch after received read at server
+  // time `now_ns`: on failure a floor trip, and the anchor stays lost until
+  // a repair re-anchors the fold.
+  bool MarkerStretchHolds(int64_t now_ns, const std::string& stretch);
+  // Commits through the pipeline, the frontier proven first (one stream
+  // read per commit at most) so the cursor covers the batch: a fold's
+  // entries stay at or below its cursor (what an export of it requires)
+  // except after a trip or mid-repair. Non-OK only when the failure limit
+  // is reached or the check fails for good.
+  Status TryCommit(bool force) {
+    return pipeline_.TryCommit(force, [this] { return ProveFrontier(); });
+  }
+  Status Flush() {
+    return pipeline_.Flush([this] { return ProveFrontier(); });
+  }
+  Status ProveFrontier();
+  bool PendingWork() const { return pipeline_.HasWork(); }
+  bool CaughtUp() const;
+  void Log(LogLevel level, const std::string& line) const {
+    if (opt_.log) opt_.log(LogLine{level, line});
+  }
+  void Log(const std::string& line) const { Log(LogLevel::kInfo, line); }
+
+  BucketSource& source_;
+  Fold& fold_;
+  const WatchOptions& opt_;
+  Clock& clock_;
+
+  FloorGuard guard_;
+  int relists_abandoned_ = 0;       // in a row: bounds a relist that cannot finish
+  std::string stream_created_;      // "" until recorded
+  bool eviction_observed_ = false;  // the fold's memo
+  bool unanchored_ = false;         // data but no cursor: repair first
+  bool sync_next_ = false;          // repair none: the next delivery is a state sync
+  std::optional<uint64_t> target_;  // until_caught_up: stream last_seq at start
+  std::optional<core::RepairCause> repair_cause_;
+  std::string repair_why_;
+  // What the running repair does, for the metrics (unset: nothing to count).
+  std::optional<RepairKind> repair_kind_;
+  bool repair_stopped_ = false;  // a stop request ended it between commits
+  int deliveries_opened_ = 0;
+  Clock::TimePoint oldest_pending_;
+  Clock::TimePoint last_floor_check_;
+  Clock::TimePoint next_reconcile_;
+  // The last stream state (with the measured marker TTL): it paces the
+  // idle probe so a quiet prefix is proven before retention reaches it.
+  StreamState last_state_;
+  bool probe_soon_ = false;
+  // The stream's head as delivered messages suggest (a hint, for metrics).
+  uint64_t head_hint_ = 0;
+  // The fold's max_revision as of the last Prepare or repair: the watcher's
+  // own commits stay below what it receives next.
+  uint64_t fold_max_revision_ = UINT64_MAX;
+  ServerClock server_clock_;
+  bool warned_ttl_without_markers_ = false;
+  // The marker TTL windows are measured with (a raise counts late).
+  core::MarkerTtl marker_ttl_;
+  // Last: its callbacks read the fields above.
+  CommitPipeline pipeline_;
+};
+
+}  // namespace kvfold
+
+#endif  // KVFOLD_WATCH_WATCH_LOOP_H_
