@@ -10,8 +10,8 @@
 // and the new metadata in one atomic batch: a reader or a restart sees all of
 // a commit or none of it.
 //
-// Thread safety: the const-like read methods (Get, Scan, ReadMeta,
-// CountLive) may be called from any number of threads, also while one thread
+// Thread safety: the read methods (Get, Scan, ScanFrom, Snapshot,
+// ReadMeta) may be called from any number of threads, also while one thread
 // commits. Commit needs external synchronization: one writer at a time.
 
 #ifndef KVFOLD_FOLD_H_
@@ -50,7 +50,7 @@ struct FoldMeta {
   // Set while a seed is applying artifact chunks (entries without a cursor
   // yet): the artifact id, so a re-run can finish the same seed.
   std::string seeding;
-  // The eviction memo (SPEC §4): set once this fold has seen its bucket
+  // The eviction memo (README, "Repair policies"): set once this fold has seen its bucket
   // evict current values, and never cleared. A key that aged out stays
   // missing from key listings even after the limit is removed, so a listing
   // is never taken for the truth again.
@@ -68,7 +68,7 @@ struct FoldMeta {
   // before which the stream had stored every message after the cursor
   // never; 0 when unknown. On a bucket with limit markers (nats-server
   // 2.11+) a cursor is resumable only while the server's clock is within
-  // the marker TTL of it (SPEC §4).
+  // the marker TTL of it (README, "Repair policies").
   int64_t cursor_time_ns = 0;
   // The limit-marker TTL (ns) the cursor's window is measured with: the
   // bucket's, except that a raise counts only once the anchor passed it

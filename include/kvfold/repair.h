@@ -1,5 +1,5 @@
 // Expiry repair: what a watch does when retention evicted history its fold
-// needs (SPEC §5), and where it finds artifacts to restore from.
+// needs (the README's "Repair policies"), and where it finds artifacts to restore from.
 //
 // A repair runs when the fold's cursor expired (at start, or mid-watch when
 // the floor guard trips), when the fold holds data but no cursor (an

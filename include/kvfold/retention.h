@@ -1,7 +1,8 @@
 // Retention: what a bucket's limits mean for a fold that fell behind.
 //
 // Read fresh from the stream on every decision (limits can be edited live).
-// See SPEC §4. All functions here are pure and thread-safe.
+// The README's "Repair policies" says what each class means for repair.
+// All functions here are pure and thread-safe.
 
 #ifndef KVFOLD_RETENTION_H_
 #define KVFOLD_RETENTION_H_

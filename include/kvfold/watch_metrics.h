@@ -43,11 +43,13 @@ enum class RepairKind { kRelist, kRestore, kReconcile, kResync, kRefuse };
 std::string_view RepairKindName(RepairKind kind);  // "relist", ..., "resync", "refuse"
 
 struct WatchStats {
-  static constexpr size_t kOps = 3;      // Op
-  static constexpr size_t kOrigins = 4;  // ChangeOrigin
-  static constexpr size_t kResetCauses = 8;
-  static constexpr size_t kRepairKinds = 5;
-  static constexpr size_t kRepairOutcomes = 5;
+  // Array sizes, one past each enum's last value: a value added at the
+  // end grows them. REQUIRES of a new value: add it last.
+  static constexpr size_t kOps = static_cast<size_t>(Op::kPurge) + 1;
+  static constexpr size_t kOrigins = static_cast<size_t>(ChangeOrigin::kReconcile) + 1;
+  static constexpr size_t kResetCauses = static_cast<size_t>(ResetCause::kOther) + 1;
+  static constexpr size_t kRepairKinds = static_cast<size_t>(RepairKind::kRefuse) + 1;
+  static constexpr size_t kRepairOutcomes = static_cast<size_t>(RepairOutcome::kFailed) + 1;
   // Upper bounds, in seconds, of the commit-latency histogram's buckets;
   // a last bucket (+Inf) takes the rest.
   static constexpr std::array<double, 10> kLatencyBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01,

@@ -98,7 +98,7 @@ struct WatchOptions {
   std::chrono::milliseconds idle_probe{1000};
 
   // What to do when retention evicted history the fold needs (see repair.h
-  // and SPEC §5). Default: kAuto, which is never lossy.
+  // and the README's "Repair policies"). Default: kAuto, which is never lossy.
   ExpiryRepair repair = ExpiryRepair::kAuto;
 
   // Where Restore finds artifacts. Not owned; must outlive the watch.

@@ -1,4 +1,4 @@
-// The marker window (SPEC §4, per-message TTL): how long a position in the
+// The marker window (per-message TTL): how long a position in the
 // stream stays resumable on a bucket that writes limit markers.
 //
 // On nats-server 2.11+ an expiry that empties a key writes a limit marker,

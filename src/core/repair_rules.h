@@ -1,4 +1,4 @@
-// The decisions of expiry repair (SPEC §3–5), free of I/O, shared by the
+// The decisions of expiry repair, free of I/O, shared by the
 // watcher, the repair drivers in src/repair, the simulation and the tests.
 
 #ifndef KVFOLD_CORE_REPAIR_RULES_H_
@@ -44,7 +44,7 @@ struct RepairChoice {
 // Which repair `policy` runs for `cause` on a bucket with `retention`.
 RepairChoice ChooseRepair(ExpiryRepair policy, RepairCause cause, const Retention& retention);
 
-// What Restore needs to hold of an artifact (SPEC §5 (a)–(d); (e), the
+// What Restore needs to hold of an artifact (conditions (a)–(d); (e), the
 // checksums, is checked by reading it).
 struct RestoreTarget {
   std::string bucket;
@@ -89,7 +89,7 @@ std::optional<KeyChange> RestoreKey(const std::optional<Entry>& fold,
 std::optional<KeyChange> RelistKey(const Entry& fold, bool listed_live, uint64_t listing_revision,
                                    bool rebase);
 
-// The floor guard (SPEC §3): OK while the stream still retains everything
+// The floor guard: OK while the stream still retains everything
 // after the verified frontier: first_seq <= frontier + 1.
 bool FloorHolds(uint64_t first_seq, uint64_t frontier);
 

@@ -1,4 +1,4 @@
-// Relist: the key-listing diff (SPEC §5). On a bucket whose listing is the
+// Relist: the key-listing diff. On a bucket whose listing is the
 // truth current values are never evicted, so after a gap only deletes can
 // be missing: a headers-only listing finds them, no value is fetched.
 

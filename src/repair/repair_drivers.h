@@ -55,7 +55,7 @@ struct RestoreResult {
   int64_t marker_window_ns = 0;
 };
 
-// Restores from the newest usable artifact of ctx.artifacts (SPEC §5),
+// Restores from the newest usable artifact of ctx.artifacts,
 // waiting with backoff up to ctx.repair_timeout for one to appear.
 // The cursor moves to the artifact's only in the final commit, with the
 // stream identity and the eviction memo. CursorExpired when no usable

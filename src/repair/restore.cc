@@ -1,4 +1,4 @@
-// Restore: from the newest usable artifact, key by key (SPEC §5).
+// Restore: from the newest usable artifact, key by key.
 //
 // Nothing reaches the fold before the artifact's every chunk verified and
 // its conditions held twice (before the download, and against fresh
@@ -24,232 +24,271 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// One attempt. *retry says whether a failure may pass with time (no usable
-// artifact yet) rather than being a fault of the fold.
-Status TryRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* out, bool* retry) {
-  *retry = true;
-  ArtifactSource& artifacts = *ctx.artifacts;
-  auto manifest = artifacts.Newest();
-  if (!manifest.ok()) return manifest.status();
-  const ArtifactManifest& m = *manifest;
+// One attempt, pass by pass: check, verify (walking the fold beside the
+// artifact), list if a fold key is missing from it, check again, merge
+// chunk by chunk, final commit. *retry says whether a failure may pass
+// with time (no usable artifact yet) rather than being a fault of the fold.
+class RestoreAttempt {
+ public:
+  RestoreAttempt(RepairContext& ctx, const RestoreRequest& req, const ArtifactManifest& m,
+                 RestoreResult* out, bool* retry)
+      : ctx_(ctx),
+        req_(req),
+        m_(m),
+        out_(out),
+        retry_(retry),
+        listed_(ctx.listing_memory_keys, ctx.spill_dir) {}
 
-  int64_t marker_ttl_ns = 0;  // as the last check measured it
-  auto check = [&](const char* when) -> StatusOr<StreamState> {
-    auto state = ctx.source.ReadStream();
-    if (!state.ok()) return state.status();
-    // The smallest TTL a marker after the artifact's anchor can carry: the
-    // bucket's, the watch's, and the exporter's (markers written before a
-    // raise keep the old one).
-    StreamState measured = *state;
-    for (int64_t ttl : {req.marker_ttl_ns, m.marker_ttl_ns}) {
-      if (ttl > 0 && (measured.marker_ttl_ns <= 0 || ttl < measured.marker_ttl_ns)) {
-        measured.marker_ttl_ns = ttl;
-      }
-    }
-    marker_ttl_ns = measured.marker_ttl_ns;
-    out->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
-    core::RestoreTarget target{ctx.source.bucket(),
-                               state->created,
-                               req.scope,
-                               req.rebase ? std::nullopt : req.fold_cursor,
-                               state->first_seq,
-                               measured.marker_ttl_ns,
-                               state->server_time_ns};
-    Status s = core::CheckRestore(m, target);
-    if (!s.ok()) return s.WithContext(when);
-    return state;
-  };
-  auto before = check("before the download");
-  if (!before.ok()) return before.status();
+  Status Run();
 
+ private:
+  // The artifact's conditions against fresh stream state; `when` names
+  // the moment in the error.
+  StatusOr<StreamState> Check(const char* when);
   // (e) The whole artifact verifies before the fold is touched. The same
   // pass walks the fold beside it: only a live key the artifact lacks
   // needs the key listing (the fold does not change until this repair
   // writes, so what this finds holds for the pass that writes).
-  bool fold_only_live = false;
-  {
-    std::string previous;
-    uint64_t entries = 0;
-    FoldWalker walker(ctx.fold, req.scope, /*values=*/false);
-    Status fold_error;
-    // Fold keys before `bound` (all when nullptr) are the fold's alone.
-    auto fold_only_before = [&](const std::string_view* bound) -> Status {
-      while (!fold_only_live) {
-        auto f = walker.Peek();
-        if (!f.ok()) return fold_error = f.status();
-        if (*f == nullptr) return Status::OK();
-        if (bound != nullptr && (*f)->first >= *bound) {
-          if ((*f)->first == *bound) walker.Pop();
-          return Status::OK();
-        }
-        if (!(*f)->second.deleted) fold_only_live = true;
-        walker.Pop();
-      }
-      return Status::OK();
-    };
-    if (KVFOLD_MUTANT("restore-skip-verify-pass")) {
-      fold_only_live = true;  // list, as if the fold had a key of its own
-      entries = m.entry_count;
-    }
-    for (size_t i = 0; i < m.chunks.size() && !KVFOLD_MUTANT("restore-skip-verify-pass"); ++i) {
-      Status read = artifacts.ReadChunk(
-          m, i, &previous, [&](std::string_view key, uint64_t, std::string_view) {
-            ++entries;
-            return fold_only_before(&key);
-          });
-      if (!fold_error.ok()) {
-        *retry = false;
-        return fold_error;
-      }
-      KVFOLD_RETURN_IF_ERROR(read);
-      if (ctx.stop.stop_requested()) {
-        out->stopped = true;
-        return Status::OK();
-      }
-    }
-    Status rest = fold_only_before(nullptr);
-    if (!rest.ok()) {
-      *retry = false;
-      return rest;
-    }
-    if (entries != m.entry_count) {
-      return Status::Corruption("artifact " + m.artifact_id + " lists " +
-                                std::to_string(m.entry_count) + " entries but its chunks hold " +
-                                std::to_string(entries));
-    }
-  }
-  auto after_download = check("after the download");
-  if (!after_download.ok()) return after_download.status();
-
+  Status VerifyPass();
   // Keys only the fold holds are deleted only if the bucket does not list
   // them live; the listing is a proof only while nothing after the
   // artifact's cursor has been evicted, so retention is read again after it.
-  ListedKeys listed(ctx.listing_memory_keys, ctx.spill_dir);
-  uint64_t listing_revision = 0;
-  StatusOr<StreamState> after_listing = after_download;
-  const bool list = fold_only_live;
-  if (list) {
-    KVFOLD_RETURN_IF_ERROR(ctx.source.ListKeys(
-        req.scope, [&listed](std::string_view key, uint64_t) { return listed.Add(key); },
-        &listing_revision));
-    after_listing = check("after the key listing");
-    if (!after_listing.ok()) return after_listing.status();
+  Status ListIfNeeded();
+  // Merges chunk by chunk, one commit each, under the old cursor.
+  Status MergePass(ChangeWriter& writer, FoldWalker& walker);
+  // Writes the merge of one key (the fold's entry, the artifact's).
+  Status MergeKey(ChangeWriter& writer, const std::string& key, const std::optional<Entry>& fold,
+                  const std::optional<Entry>& art);
+  // Merges the fold keys before `bound` (all when nullptr): the fold's
+  // alone.
+  Status MergeFoldOnlyBefore(ChangeWriter& writer, FoldWalker& walker, const std::string* bound);
+  Status Finish(ChangeWriter& writer);
+  // The fold's faults are final: only the artifact side may pass with time.
+  Status Final(Status s) {
+    if (!s.ok()) *retry_ = false;
+    return s;
   }
-  out->listed = listed.size();
-  // On a rebase the old stream's memo goes; the artifact's and the new
-  // stream's own count.
-  const bool evicted = m.eviction_observed || (ctx.eviction_observed && !req.rebase) ||
-                       ClassifyRetention(*after_listing, false).has_evicted;
 
+  RepairContext& ctx_;
+  const RestoreRequest& req_;
+  const ArtifactManifest& m_;
+  RestoreResult* out_;
+  bool* retry_;
+  int64_t marker_ttl_ns_ = 0;  // as the last check measured it
+  bool fold_only_live_ = false;
+  ListedKeys listed_;
+  uint64_t listing_revision_ = 0;
+  StreamState checked_;  // the last check's stream state
+};
+
+Status RestoreAttempt::Run() {
+  *retry_ = true;
+  KVFOLD_RETURN_IF_ERROR(Check("before the download").status());
+  KVFOLD_RETURN_IF_ERROR(VerifyPass());
+  if (out_->stopped) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(Check("after the download").status());
+  KVFOLD_RETURN_IF_ERROR(ListIfNeeded());
   // From here on the fold changes: only its own faults are final.
   // One commit per artifact chunk (chunks bound its size): a restore of a
   // million keys is a few dozen fsyncs, not a thousand.
-  ChangeWriter writer(ctx, ChangeOrigin::kRestore,
-                      std::max<size_t>(ctx.batch_size, size_t{1} << 16));
-  FoldWalker walker(ctx.fold, req.scope);
-  auto apply = [&](const std::string& key, const std::optional<Entry>& fold,
-                   const std::optional<Entry>& art) -> Status {
-    bool live = false;
-    uint64_t delete_revision = listing_revision;
-    if (fold && !art && !fold->deleted) {
-      if (!list) {
-        *retry = false;
-        return Status::Internal("restore: fold key " + key +
-                                " is not in the artifact, but the verification pass found none");
-      }
-      auto c =
-          LiveInBucket(ctx.source, listed, key, listing_revision, &delete_revision, m.cursor + 1);
-      if (!c.ok()) return c.status();
-      live = *c;
+  ChangeWriter writer(ctx_, ChangeOrigin::kRestore,
+                      std::max<size_t>(ctx_.batch_size, size_t{1} << 16));
+  FoldWalker walker(ctx_.fold, req_.scope);
+  KVFOLD_RETURN_IF_ERROR(MergePass(writer, walker));
+  if (out_->stopped) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(MergeFoldOnlyBefore(writer, walker, nullptr));
+  return Finish(writer);
+}
+
+StatusOr<StreamState> RestoreAttempt::Check(const char* when) {
+  auto state = ctx_.source.ReadStream();
+  if (!state.ok()) return state.status();
+  // The smallest TTL a marker after the artifact's anchor can carry: the
+  // bucket's, the watch's, and the exporter's (markers written before a
+  // raise keep the old one).
+  StreamState measured = *state;
+  for (int64_t ttl : {req_.marker_ttl_ns, m_.marker_ttl_ns}) {
+    if (ttl > 0 && (measured.marker_ttl_ns <= 0 || ttl < measured.marker_ttl_ns)) {
+      measured.marker_ttl_ns = ttl;
     }
-    auto change = core::RestoreKey(fold, art, live, delete_revision, req.rebase);
-    if (!change) return Status::OK();
-    if (art && change->entry == *art) ++out->taken;
-    // A hook or store failure is final: only the artifact side may pass
-    // with time.
-    Status s = writer.Add(key, fold, change->entry, change->hook);
-    if (!s.ok()) *retry = false;
-    return s;
-  };
-  // Fold keys before `bound` (all when nullptr) are the fold's alone.
-  auto fold_only_before = [&](const std::string* bound) -> Status {
-    while (true) {
+  }
+  marker_ttl_ns_ = measured.marker_ttl_ns;
+  out_->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
+  core::RestoreTarget target{ctx_.source.bucket(), state->created,
+                             req_.scope,           req_.rebase ? std::nullopt : req_.fold_cursor,
+                             state->first_seq,     measured.marker_ttl_ns,
+                             state->server_time_ns};
+  Status s = core::CheckRestore(m_, target);
+  if (!s.ok()) return s.WithContext(when);
+  checked_ = *state;
+  return state;
+}
+
+Status RestoreAttempt::VerifyPass() {
+  std::string previous;
+  uint64_t entries = 0;
+  FoldWalker walker(ctx_.fold, req_.scope, /*values=*/false);
+  Status fold_error;
+  // Passes the fold keys before `bound` (all when nullptr), noting whether
+  // one of them is live: the artifact lacks it.
+  auto find_fold_only_live = [&](const std::string_view* bound) -> Status {
+    while (!fold_only_live_) {
       auto f = walker.Peek();
-      if (!f.ok()) {
-        *retry = false;
-        return f.status();
+      if (!f.ok()) return fold_error = f.status();
+      if (*f == nullptr) return Status::OK();
+      if (bound != nullptr && (*f)->first >= *bound) {
+        if ((*f)->first == *bound) walker.Pop();
+        return Status::OK();
       }
-      if (*f == nullptr || (bound != nullptr && (*f)->first >= *bound)) return Status::OK();
-      KVFOLD_RETURN_IF_ERROR(apply((*f)->first, (*f)->second, std::nullopt));
+      if (!(*f)->second.deleted) fold_only_live_ = true;
       walker.Pop();
     }
+    return Status::OK();
   };
+  if (KVFOLD_MUTANT("restore-skip-verify-pass")) {
+    fold_only_live_ = true;  // list, as if the fold had a key of its own
+    entries = m_.entry_count;
+  }
+  for (size_t i = 0; i < m_.chunks.size() && !KVFOLD_MUTANT("restore-skip-verify-pass"); ++i) {
+    Status read = ctx_.artifacts->ReadChunk(m_, i, &previous,
+                                            [&](std::string_view key, uint64_t, std::string_view) {
+                                              ++entries;
+                                              return find_fold_only_live(&key);
+                                            });
+    if (!fold_error.ok()) return Final(fold_error);
+    KVFOLD_RETURN_IF_ERROR(read);
+    if (ctx_.stop.stop_requested()) {
+      out_->stopped = true;
+      return Status::OK();
+    }
+  }
+  KVFOLD_RETURN_IF_ERROR(Final(find_fold_only_live(nullptr)));
+  if (entries != m_.entry_count) {
+    return Status::Corruption("artifact " + m_.artifact_id + " lists " +
+                              std::to_string(m_.entry_count) + " entries but its chunks hold " +
+                              std::to_string(entries));
+  }
+  return Status::OK();
+}
 
+Status RestoreAttempt::ListIfNeeded() {
+  if (!fold_only_live_) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(ctx_.source.ListKeys(
+      req_.scope, [this](std::string_view key, uint64_t) { return listed_.Add(key); },
+      &listing_revision_));
+  KVFOLD_RETURN_IF_ERROR(Check("after the key listing").status());
+  out_->listed = listed_.size();
+  return Status::OK();
+}
+
+Status RestoreAttempt::MergeKey(ChangeWriter& writer, const std::string& key,
+                                const std::optional<Entry>& fold, const std::optional<Entry>& art) {
+  bool live = false;
+  uint64_t delete_revision = listing_revision_;
+  if (fold && !art && !fold->deleted) {
+    if (!fold_only_live_) {
+      return Final(Status::Internal("restore: fold key " + key +
+                                    " is not in the artifact, but the verification pass found "
+                                    "none"));
+    }
+    auto c =
+        LiveInBucket(ctx_.source, listed_, key, listing_revision_, &delete_revision, m_.cursor + 1);
+    if (!c.ok()) return c.status();
+    live = *c;
+  }
+  auto change = core::RestoreKey(fold, art, live, delete_revision, req_.rebase);
+  if (!change) return Status::OK();
+  if (art && change->entry == *art) ++out_->taken;
+  // A hook or store failure is final: only the artifact side may pass
+  // with time.
+  return Final(writer.Add(key, fold, change->entry, change->hook));
+}
+
+Status RestoreAttempt::MergeFoldOnlyBefore(ChangeWriter& writer, FoldWalker& walker,
+                                           const std::string* bound) {
+  while (true) {
+    auto f = walker.Peek();
+    if (!f.ok()) return Final(f.status());
+    if (*f == nullptr || (bound != nullptr && (*f)->first >= *bound)) return Status::OK();
+    KVFOLD_RETURN_IF_ERROR(MergeKey(writer, (*f)->first, (*f)->second, std::nullopt));
+    walker.Pop();
+  }
+}
+
+Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
   std::string previous;
-  if (ctx.metrics) ctx.metrics->RecordRestoreProgress(0, m.chunks.size());
+  if (ctx_.metrics) ctx_.metrics->RecordRestoreProgress(0, m_.chunks.size());
   std::vector<std::pair<std::string, Entry>> chunk;
-  for (size_t i = 0; i < m.chunks.size(); ++i) {
+  for (size_t i = 0; i < m_.chunks.size(); ++i) {
     chunk.clear();
     // Re-read and re-checked: it may have been pruned or replaced since.
-    KVFOLD_RETURN_IF_ERROR(artifacts.ReadChunk(
-        m, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view value) {
-          if (req.scope.Contains(key) || KVFOLD_MUTANT("restore-ignore-artifact-scope")) {
+    KVFOLD_RETURN_IF_ERROR(ctx_.artifacts->ReadChunk(
+        m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view value) {
+          if (req_.scope.Contains(key) || KVFOLD_MUTANT("restore-ignore-artifact-scope")) {
             chunk.emplace_back(std::string(key), Entry{rev, false, std::string(value)});
           }
           return Status::OK();
         }));
     for (const auto& [key, art] : chunk) {
-      KVFOLD_RETURN_IF_ERROR(fold_only_before(&key));
+      KVFOLD_RETURN_IF_ERROR(MergeFoldOnlyBefore(writer, walker, &key));
       auto f = walker.Peek();
-      if (!f.ok()) {
-        *retry = false;
-        return f.status();
-      }
+      if (!f.ok()) return Final(f.status());
       std::optional<Entry> fold;
       if (*f != nullptr && (*f)->first == key) {
         fold = (*f)->second;
         walker.Pop();
       }
-      KVFOLD_RETURN_IF_ERROR(apply(key, fold, art));
+      KVFOLD_RETURN_IF_ERROR(MergeKey(writer, key, fold, art));
     }
-    if (Status flushed = writer.Flush(); !flushed.ok()) {
-      *retry = false;  // the store's fault, not the artifact's
-      return flushed;
-    }
-    if (ctx.metrics) ctx.metrics->RecordRestoreProgress(i + 1, m.chunks.size());
+    // The store's fault, not the artifact's.
+    KVFOLD_RETURN_IF_ERROR(Final(writer.Flush()));
+    if (ctx_.metrics) ctx_.metrics->RecordRestoreProgress(i + 1, m_.chunks.size());
     // Shutdown is observed between chunks; what was committed stays under
     // the old cursor and a later run finishes the restore.
-    if (ctx.stop.stop_requested()) {
-      out->stopped = true;
+    if (ctx_.stop.stop_requested()) {
+      out_->stopped = true;
       return Status::OK();
     }
     if (KVFOLD_MUTANT("restore-cursor-every-chunk")) {
       FoldCommit early;
-      early.cursor = m.cursor;
-      *retry = false;
+      early.cursor = m_.cursor;
+      *retry_ = false;
       KVFOLD_RETURN_IF_ERROR(writer.Finish(early));
     }
   }
-  KVFOLD_RETURN_IF_ERROR(fold_only_before(nullptr));
+  return Status::OK();
+}
 
+Status RestoreAttempt::Finish(ChangeWriter& writer) {
+  // On a rebase the old stream's memo goes; the artifact's and the new
+  // stream's own count.
+  const bool evicted = m_.eviction_observed || (ctx_.eviction_observed && !req_.rebase) ||
+                       ClassifyRetention(checked_, false).has_evicted;
   FoldCommit final_meta;
-  final_meta.cursor = m.cursor;
-  final_meta.cursor_time_ns = m.cursor_time_ns;
-  if (marker_ttl_ns > 0) final_meta.marker_ttl_ns = marker_ttl_ns;
-  final_meta.stream_created = after_listing->created;
-  final_meta.rebase = req.rebase;
-  if (evicted || req.rebase) final_meta.eviction_observed = evicted;
-  *retry = false;
-  out->deleted = writer.deletes();
-  out->artifact_id = m.artifact_id;
-  out->cursor = m.cursor;
-  final_meta.last_repair = "restore from artifact " + m.artifact_id + " at " +
-                           artifacts.location() + ": cursor " +
-                           (req.fold_cursor ? std::to_string(*req.fold_cursor) : "<none>") +
-                           " -> " + std::to_string(m.cursor) + ", " + std::to_string(out->taken) +
-                           " taken, " + std::to_string(out->deleted) + " deleted, " +
-                           std::to_string(out->listed) + " listed";
+  final_meta.cursor = m_.cursor;
+  final_meta.cursor_time_ns = m_.cursor_time_ns;
+  if (marker_ttl_ns_ > 0) final_meta.marker_ttl_ns = marker_ttl_ns_;
+  final_meta.stream_created = checked_.created;
+  final_meta.rebase = req_.rebase;
+  if (evicted || req_.rebase) final_meta.eviction_observed = evicted;
+  *retry_ = false;
+  out_->deleted = writer.deletes();
+  out_->artifact_id = m_.artifact_id;
+  out_->cursor = m_.cursor;
+  final_meta.last_repair =
+      "restore from artifact " + m_.artifact_id + " at " + ctx_.artifacts->location() +
+      ": cursor " + (req_.fold_cursor ? std::to_string(*req_.fold_cursor) : "<none>") + " -> " +
+      std::to_string(m_.cursor) + ", " + std::to_string(out_->taken) + " taken, " +
+      std::to_string(out_->deleted) + " deleted, " + std::to_string(out_->listed) + " listed";
   return writer.Finish(std::move(final_meta));
+}
+
+// One attempt on the newest artifact.
+Status TryRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* out, bool* retry) {
+  *retry = true;
+  auto manifest = ctx.artifacts->Newest();
+  if (!manifest.ok()) return manifest.status();
+  return RestoreAttempt(ctx, req, *manifest, out, retry).Run();
 }
 
 }  // namespace

@@ -688,13 +688,17 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
       " done: " + std::to_string(r.listed) + " keys listed through revision " +
       std::to_string(r.listing_revision) + ", " + std::to_string(r.deleted) +
       " deleted, no values fetched");
+  // The fold now holds the new stream's keys at cursor 0: re-anchored
+  // before anything else can fail.
+  if (plan.rebase) {
+    KVFOLD_RETURN_IF_ERROR(ReanchorToFold(/*new_stream=*/true));
+    if (opt_.until_caught_up) target_ = plan.state.last_seq;  // the new stream's
+  }
   FoldCommit outcome;
   outcome.last_repair =
       RepairRecord(plan, std::to_string(r.listed) + " listed, " + std::to_string(r.deleted) +
                              " deleted through revision " + std::to_string(r.listing_revision));
   KVFOLD_RETURN_IF_ERROR(fold_.Commit(outcome));
-  // The fold now holds the new stream's keys at cursor 0.
-  if (plan.rebase) KVFOLD_RETURN_IF_ERROR(ReanchorToFold(true, plan.state.last_seq));
   // Every delete at or below the listing's revision is in the fold now;
   // on a bucket that never evicts current values nothing below it can
   // still be missing (the frontier honours this only while that holds).
@@ -731,13 +735,14 @@ Status WatchLoop::Restore(const RepairPlan& plan) {
       " -> " + std::to_string(r.cursor) + ", " + std::to_string(r.taken) + " entries taken, " +
       std::to_string(r.deleted) + " deleted, " + std::to_string(r.listed) + " keys listed, after " +
       std::to_string(r.attempts) + " attempt(s)");
-  std::optional<uint64_t> new_target;
+  // Re-anchored before anything else can fail: a loop left at the old
+  // cursor would carry it into its next commit, past what the fold holds.
+  KVFOLD_RETURN_IF_ERROR(ReanchorToFold(plan.rebase));
   if (plan.rebase && opt_.until_caught_up) {
     auto now = source_.ReadStream();
     if (!now.ok()) return now.status();
-    new_target = now->last_seq;  // the new stream's
+    target_ = now->last_seq;  // the new stream's
   }
-  KVFOLD_RETURN_IF_ERROR(ReanchorToFold(plan.rebase, new_target));
   return Status::OK();
 }
 
@@ -753,7 +758,7 @@ Status WatchLoop::Resync(const RepairPlan& plan) {
   return Status::OK();
 }
 
-Status WatchLoop::ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target) {
+Status WatchLoop::ReanchorToFold(bool new_stream) {
   auto meta = fold_.ReadMeta();
   if (!meta.ok()) return meta.status();
   if (!meta->cursor) return Status::Internal("a repair left the fold without a cursor");
@@ -764,10 +769,7 @@ Status WatchLoop::ReanchorToFold(bool new_stream, std::optional<uint64_t> new_ta
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   unanchored_ = false;
   sync_next_ = false;
-  if (new_stream) {
-    head_hint_ = 0;
-    if (opt_.until_caught_up && new_target) target_ = *new_target;
-  }
+  if (new_stream) head_hint_ = 0;
   if (opt_.metrics) opt_.metrics->RecordCursor(*meta->cursor);
   if (opt_.on_applied) opt_.on_applied(*meta->cursor);
   return Status::OK();

@@ -136,10 +136,9 @@ class WatchLoop {
   // The server's clock now, as the last ReadState measured it; 0 unknown.
   int64_t ServerNow() { return server_clock_.Now(clock_.Now()); }
   // Every position back at the fold's cursor and anchor after a repair
-  // rewrote the fold (a restore, or a relist of a recreated stream). On a
-  // `new_stream` (the bucket was recreated) until_caught_up aims at
-  // `new_target`, the new stream's last_seq.
-  Status ReanchorToFold(bool new_stream, std::optional<uint64_t> new_target);
+  // rewrote the fold (a restore, or a relist of a recreated stream, a
+  // `new_stream`). Called first, before anything else that may fail.
+  Status ReanchorToFold(bool new_stream);
   // The marker window check of a stretch after received read at server
   // time `now_ns`: on failure a floor trip, and the anchor stays lost until
   // a repair re-anchors the fold.

@@ -489,6 +489,51 @@ TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
+// A restore of a recreated stream re-anchors the watch before anything
+// else can fail: a stream read failing right after it must not leave the
+// loop at the old stream's cursor, whose next commit (the new stream's
+// eviction memo, pending) would carry that cursor past what the fold holds.
+// The artifact then leaves retention, so no second restore can undo it.
+TEST(RepairSimTest, AFailedReadRightAfterARestoreNeverCommitsTheOldStreamsCursor) {
+  SimBucket b;
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i % 8), "old");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  ASSERT_EQ(n.fold->ReadMeta()->cursor, 40u);
+  b.Recreate();
+  b.SetMaxMsgs(10);
+  Artifacts arts;
+  Node a;
+  for (int i = 0; i < 10; ++i) {
+    b.Put("n." + std::to_string(i), "new");
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);  // at 10, before the new stream evicts anything
+  int reads = 0;
+  bool failed = false;
+  b.on_read_stream = [&] {
+    ++reads;
+    // The session found the stream recreated; by the repair's read it has
+    // evicted: the memo is new to n, and stays in its pending batch.
+    if (reads == 2) b.Put("n.0", "evicts");
+    auto meta = n.fold->ReadMeta();
+    if (failed || !meta.ok() || meta->cursor != 10u || meta->stream_created != b.created()) {
+      return;
+    }
+    failed = true;  // the restore's final commit is in: fail the next read
+    for (int i = 0; i < 30; ++i) b.Put("n." + std::to_string(i % 10), "later");
+    b.FailNextCalls(1);
+  };
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  Status s = RunNode(b, n, o);
+  b.on_read_stream = nullptr;
+  ASSERT_TRUE(failed) << "the restore never finished";
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_EQ(n.fold->ReadMeta()->cursor, 10u) << "the old stream's cursor reached the fold";
+  EXPECT_EQ(LiveEntries(*n.fold), LiveEntries(*a.fold));
+}
+
 // SPEC §5 unanchored fold (data, no cursor): repaired like an expiry at 0,
 // never trusted blindly.
 TEST(RepairSimTest, UnanchoredFoldIsRepairedNotTrusted) {
