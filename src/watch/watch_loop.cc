@@ -739,6 +739,9 @@ Status WatchLoop::Restore(const RepairPlan& plan) {
   // cursor would carry it into its next commit, past what the fold holds.
   KVFOLD_RETURN_IF_ERROR(ReanchorToFold(plan.rebase));
   if (plan.rebase && opt_.until_caught_up) {
+    // The old stream's target means nothing now; if this read fails the
+    // next session takes the new stream's.
+    target_.reset();
     auto now = source_.ReadStream();
     if (!now.ok()) return now.status();
     target_ = now->last_seq;  // the new stream's

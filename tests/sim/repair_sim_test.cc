@@ -534,7 +534,48 @@ TEST(RepairSimTest, AFailedReadRightAfterARestoreNeverCommitsTheOldStreamsCursor
   EXPECT_EQ(LiveEntries(*n.fold), LiveEntries(*a.fold));
 }
 
-// SPEC §5 unanchored fold (data, no cursor): repaired like an expiry at 0,
+// The same failed read with the artifact still usable: the watch goes on
+// and, run until caught up, aims at the new stream's head, not the old's.
+TEST(RepairSimTest, AFailedReadRightAfterARestoreAimsTheCatchUpAtTheNewStream) {
+  SimBucket b;
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i % 8), "old");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Recreate();
+  b.SetMaxMsgs(10);
+  Artifacts arts;
+  Node a;
+  for (int i = 0; i < 10; ++i) {
+    b.Put("n." + std::to_string(i), "new");
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);
+  std::stop_source stop;
+  int reads = 0;
+  bool failed = false;
+  b.on_read_stream = [&] {
+    if (++reads == 2) b.Put("n.0", "evicts");
+    if (reads > 2000) stop.request_stop();  // aimed at the old stream's head: never there
+    auto meta = n.fold->ReadMeta();
+    if (failed || !meta.ok() || meta->cursor != 10u || meta->stream_created != b.created()) {
+      return;
+    }
+    failed = true;
+    b.FailNextCalls(1);
+  };
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.stop = stop.get_token();
+  Status s = RunNode(b, n, o);
+  b.on_read_stream = nullptr;
+  ASSERT_TRUE(failed) << "the restore never finished";
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(stop.stop_requested()) << "the catch-up aimed at the old stream's head";
+  EXPECT_EQ(n.fold->ReadMeta()->cursor, b.last_seq());
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+}
+
+// Unanchored fold (data, no cursor): repaired like an expiry at 0,
 // never trusted blindly.
 TEST(RepairSimTest, UnanchoredFoldIsRepairedNotTrusted) {
   SimBucket b;
