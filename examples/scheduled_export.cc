@@ -10,10 +10,10 @@
 // Things to copy from here:
 //  1. Export from the fold while the watch writes it: an export reads one
 //     consistent snapshot (entries and cursor together).
-//  2. Take the lease with a time to live of one period: whoever wins exports
-//     this round; the others skip it. A node that dies frees the round.
-//  3. "Nothing newer" (AlreadyExists) is not an error: the fold has not
-//     moved since the newest artifact.
+//  2. The lease's time to live is one period: whoever wins exports this
+//     round; the others skip it. A node that dies frees the round.
+//  3. "Nothing newer" is not an error: the fold has not moved since the
+//     newest artifact.
 //  4. Prune old artifacts, but keep more than one: a node that is
 //     restoring may still be reading the one before.
 #include <chrono>
@@ -44,6 +44,15 @@ int main(int argc, char** argv) {
   auto lease = kvfold::ExportLease::Open(connect, "kvfold-leases");
   if (!lease.ok()) return std::cerr << lease.status().ToString() << "\n", 1;
 
+  // 2. and 4.: one node per round, the newest three kept.
+  kvfold::ScheduledExportOptions export_options;
+  export_options.bucket = bucket_name;
+  export_options.every = period;
+  export_options.keep = 3;
+  export_options.log = [](const kvfold::LogLine& line) { std::cerr << line << "\n"; };
+  auto exporter = kvfold::ScheduledExport::Make(**fold, **lease, **artifacts, export_options);
+  if (!exporter.ok()) return std::cerr << exporter.status().ToString() << "\n", 1;
+
   // The mirror, on its own thread (see mirror_service.cc).
   std::stop_source stop;
   kvfold::WatchOptions options;
@@ -51,36 +60,17 @@ int main(int argc, char** argv) {
   kvfold::Status watched;
   std::thread watcher([&] { watched = kvfold::Watch(**bucket, **fold, options); });
 
-  const std::string me = kvfold::DefaultExporterId();  // host and process
   for (int round = 1; round <= rounds; ++round) {
     std::this_thread::sleep_for(period);
-    // 2. One node per round.
-    auto won = (*lease)->TryAcquire("export." + bucket_name, me, period);
-    if (!won.ok()) {
-      std::cerr << "round " << round << ": lease: " << won.status().ToString() << "\n";
-      continue;
-    }
-    if (!*won) {
-      std::cerr << "round " << round << ": another node exports\n";
-      continue;
-    }
     // 1. Export while the watch keeps writing.
-    kvfold::ExportOptions export_options;
-    export_options.exporter_id = me;
-    auto manifest = kvfold::ExportArtifact(**fold, **artifacts, export_options);
-    if (manifest.status().IsAlreadyExists()) {  // 3.
-      std::cerr << "round " << round << ": nothing newer to export\n";
-      continue;
+    const kvfold::ScheduledExport::Round r = (*exporter)->RunRound();
+    std::cout << "round " << round << ": ";
+    if (r.written) {
+      std::cout << "wrote " << r.written->artifact_id << " (cursor " << r.written->cursor << ", "
+                << r.written->entry_count << " entries)" << std::endl;
+    } else {  // 3. "unchanged", "other_node" or "failed" (logged)
+      std::cout << kvfold::ExportOutcomeName(r.outcome) << std::endl;
     }
-    if (!manifest.ok()) {
-      std::cerr << "round " << round << ": " << manifest.status().ToString() << "\n";
-      continue;
-    }
-    std::cout << "round " << round << ": wrote " << manifest->artifact_id << " (cursor "
-              << manifest->cursor << ", " << manifest->entry_count << " entries)" << std::endl;
-    // 4. Keep the newest three.
-    kvfold::Status pruned = kvfold::PruneArtifacts(**artifacts, {.keep = 3}, nullptr);
-    if (!pruned.ok()) std::cerr << "prune: " << pruned.ToString() << "\n";
   }
   stop.request_stop();
   watcher.join();

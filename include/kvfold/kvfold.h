@@ -5,6 +5,7 @@
 #define KVFOLD_KVFOLD_H_
 
 #include "kvfold/artifact.h"
+#include "kvfold/artifact_source.h"
 #include "kvfold/bucket.h"
 #include "kvfold/change.h"
 #include "kvfold/clock.h"
@@ -14,6 +15,7 @@
 #include "kvfold/log_line.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"
+#include "kvfold/scheduled_export.h"
 #include "kvfold/scope.h"
 #include "kvfold/status.h"
 #include "kvfold/transport.h"

@@ -1,5 +1,6 @@
 // Expiry repair: what a watch does when retention evicted history its fold
-// needs (the README's "Repair policies"), and where it finds artifacts to restore from.
+// needs (the README's "Repair policies"). Where a restore finds artifacts:
+// artifact_source.h.
 //
 // A repair runs when the fold's cursor expired (at start, or mid-watch when
 // the floor guard trips), when the fold holds data but no cursor (an
@@ -12,14 +13,10 @@
 #ifndef KVFOLD_REPAIR_H_
 #define KVFOLD_REPAIR_H_
 
-#include <functional>
-#include <memory>
-#include <string>
 #include <string_view>
 
-#include "kvfold/artifact.h"
+#include "kvfold/artifact_source.h"
 #include "kvfold/status.h"
-#include "kvfold/transport.h"
 
 namespace kvfold {
 
@@ -46,36 +43,6 @@ std::string_view ExpiryRepairName(ExpiryRepair repair);  // "none", "relist", ..
 // Parses "auto", "relist", "restore" or "none"; InvalidArgument naming the
 // choices otherwise.
 StatusOr<ExpiryRepair> ParseExpiryRepair(std::string_view name);
-
-// Where Restore finds artifacts. The product's implementation reads a
-// Transport (NewArtifactSource); tests may use the same over a directory.
-// Used by one thread at a time.
-class ArtifactSource {
- public:
-  ArtifactSource() = default;
-  ArtifactSource(const ArtifactSource&) = delete;
-  ArtifactSource& operator=(const ArtifactSource&) = delete;
-  virtual ~ArtifactSource() = default;
-
-  // "dir:/path" or "obj:bucket", for messages.
-  virtual const std::string& location() const = 0;
-
-  // The manifest the latest pointer names, its frame and signature checked.
-  // NotFound when nothing has been published yet.
-  virtual StatusOr<ArtifactManifest> Newest() = 0;
-
-  // Reads chunk `index` of `manifest` with every check the format allows
-  // (size, SHA-256, order after *previous_key, scope, revisions) and only
-  // then calls fn for each entry, in key order; advances *previous_key.
-  virtual Status ReadChunk(
-      const ArtifactManifest& manifest, size_t index, std::string* previous_key,
-      const std::function<Status(std::string_view key, uint64_t revision,
-                                 std::string_view value)>& fn) = 0;
-};
-
-// An ArtifactSource over `from` (not owned; must outlive the result),
-// checking signatures as `verify` says.
-std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions verify = {});
 
 }  // namespace kvfold
 

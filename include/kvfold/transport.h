@@ -73,6 +73,9 @@ struct TransportOptions {
   bool create_if_missing = false;
 };
 
+// OK for "dir:<path>" and "obj:<bucket>", InvalidArgument for any other form.
+Status ValidateLocation(std::string_view location);
+
 // Opens "dir:<path>" or "obj:<bucket>" (on the server `connect` names).
 // InvalidArgument for any other form.
 StatusOr<std::unique_ptr<Transport>> OpenTransport(const std::string& location,

@@ -38,37 +38,7 @@ double D(uint64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
-void ExportStats::Record(Outcome outcome, uint64_t cursor) {
-  std::lock_guard lock(mu_);
-  switch (outcome) {
-    case Outcome::kWritten:
-      ++counts_.written;
-      counts_.last_cursor = cursor;
-      last_written_ = std::chrono::steady_clock::now();
-      break;
-    case Outcome::kUnchanged:
-      ++counts_.unchanged;
-      break;
-    case Outcome::kOtherNode:
-      ++counts_.other_node;
-      break;
-    case Outcome::kFailed:
-      ++counts_.failed;
-      break;
-  }
-}
-
-ExportStats::Snapshot ExportStats::Take() const {
-  std::lock_guard lock(mu_);
-  Snapshot s = counts_;
-  if (last_written_) {
-    s.last_age_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - *last_written_).count();
-  }
-  return s;
-}
-
-std::string MetricsText(const WatchStats& w, const ExportStats::Snapshot* e) {
+std::string MetricsText(const WatchStats& w, const ExportStats* e) {
   std::string out;
   {
     Family f(&out, "kvfold_changes_total", "counter",

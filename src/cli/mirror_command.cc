@@ -10,7 +10,6 @@
 #include <stop_token>
 #include <thread>
 
-#include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
@@ -21,6 +20,7 @@
 #include "kvfold/fold.h"
 #include "kvfold/lease.h"
 #include "kvfold/repair.h"
+#include "kvfold/scheduled_export.h"
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
@@ -50,144 +50,37 @@ struct MirrorFlags {
   bool require_signature = false;
 };
 
-// Scheduled export beside the watch: every round, the node that wins the
-// lease exports one consistent snapshot of the fold and moves the pointer
-// forward. The fold's read API is safe while the watch commits.
-class ScheduledExport {
- public:
-  ScheduledExport(const MirrorFlags& f, Fold& fold, std::chrono::milliseconds every,
-                  ExportStats& stats, std::stop_token stop)
-      : f_(f), fold_(fold), every_(every), stats_(stats), thread_([this, stop] { Loop(stop); }) {}
-  ~ScheduledExport() { thread_.join(); }
+ScheduledExportOptions ExportOptionsOf(const MirrorFlags& f, std::chrono::milliseconds every,
+                                       ExportMetrics* metrics) {
+  ScheduledExportOptions options;
+  options.bucket = f.bucket;
+  options.every = every;
+  options.sign_key_file = f.sign_key;
+  options.keep = f.keep;
+  options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
+  options.metrics = metrics;
+  return options;
+}
 
- private:
-  // Every failure of a round is a warning: no artifact this round.
-  void Fail(const std::string& line) {
-    stats_.Record(ExportStats::Outcome::kFailed);
-    cli::Log().Warn("export: " + line);
-  }
-
-  void Loop(std::stop_token stop) {
-    const std::string holder = DefaultExporterId();
-    std::unique_ptr<ExportLease> lease;
-    std::unique_ptr<Transport> to;
-    while (true) {
-      RealClock()->SleepFor(every_, stop);
-      if (stop.stop_requested()) return;
-      if (!lease) {
-        auto l = ExportLease::Open(f_.connect, f_.lease_bucket);
-        if (!l.ok()) {
-          Fail(l.status().ToString());
-          continue;
-        }
-        lease = std::move(l).value();
-      }
-      auto won = lease->TryAcquire("export." + f_.bucket, holder, every_);
-      if (!won.ok()) {
-        Fail("lease: " + won.status().ToString());
-        continue;
-      }
-      if (!*won) {  // another node exports this round
-        stats_.Record(ExportStats::Outcome::kOtherNode);
-        continue;
-      }
-      if (!to) {
-        auto t = OpenTransport(f_.export_to, f_.connect,
-                               TransportOptions{.create_if_missing = true});
-        if (!t.ok()) {
-          Fail(t.status().ToString());
-          continue;
-        }
-        to = std::move(t).value();
-      }
-      ExportOptions options;
-      options.exporter_id = holder;
-      options.sign_key_file = f_.sign_key;
-      uint64_t skipped = 0;
-      options.skipped_key = [&](std::string_view key, const Status& why) {
-        if (skipped++ == 0) {
-          cli::Log().Warn("export: left out key " + std::string(key) + ": " + why.message());
-        }
-      };
-      auto m = ExportArtifact(fold_, *to, options);
-      if (skipped > 1) {
-        cli::Log().Warn("export: left out " + std::to_string(skipped) + " keys in all");
-      }
-      if (m.status().IsAlreadyExists()) {  // nothing new since the last round
-        stats_.Record(ExportStats::Outcome::kUnchanged);
-        continue;
-      }
-      if (!m.ok()) {
-        Fail(m.status().ToString());
-        continue;
-      }
-      stats_.Record(ExportStats::Outcome::kWritten, m->cursor);
-      cli::Log().Info("export: wrote artifact " + m->artifact_id + " (cursor " +
-                      std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
-                      " entries) to " + to->location());
-      if (f_.keep > 0) {
-        Status pruned = PruneArtifacts(*to, PruneOptions{.keep = f_.keep}, nullptr);
-        if (!pruned.ok()) cli::Log().Warn("export: prune: " + pruned.ToString());
-      }
-    }
-  }
-
-  const MirrorFlags& f_;
-  Fold& fold_;
-  std::chrono::milliseconds every_;
-  ExportStats& stats_;
-  std::thread thread_;
-};
-
-// The --artifacts location, opened when a restore first needs it: a
-// location the first exporter has not created yet is "no artifact yet",
-// which a restore waits out, not a reason to refuse to start.
-class LazyArtifactSource final : public ArtifactSource {
- public:
-  LazyArtifactSource(std::string location, ConnectOptions connect, VerifyOptions verify)
-      : location_(std::move(location)), connect_(std::move(connect)), verify_(std::move(verify)) {}
-
-  const std::string& location() const override { return location_; }
-
-  StatusOr<ArtifactManifest> Newest() override {
-    if (!inner_) {
-      auto t = OpenTransport(location_, connect_);
-      if (!t.ok()) return t.status();
-      transport_ = std::move(t).value();
-      inner_ = NewArtifactSource(*transport_, verify_);
-    }
-    return inner_->Newest();
-  }
-
-  Status ReadChunk(const ArtifactManifest& m, size_t index, std::string* previous_key,
-                   const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn)
-      override {
-    if (!inner_) return Status::FailedPrecondition("no artifact was read from " + location_);
-    return inner_->ReadChunk(m, index, previous_key, fn);
-  }
-
- private:
-  std::string location_;
-  ConnectOptions connect_;
-  VerifyOptions verify_;
-  std::unique_ptr<Transport> transport_;
-  std::unique_ptr<ArtifactSource> inner_;
-};
-
-// What a scheduled export needs, checked once before mirroring: a bad
-// lease bucket name, an unusable signing key or an unreachable location
-// would otherwise only be logged every round while no export happens.
+// What a scheduled export needs, opened before the fold: a bad lease
+// bucket name, an unusable signing key or an unreachable location would
+// otherwise only be logged every round while no export happens.
 // InvalidArgument (exit 2) for bad flags, other errors exit 1.
-Status CheckExportSetup(const MirrorFlags& f) {
-  KVFOLD_RETURN_IF_ERROR(
-      ExportLease::Open(f.connect, f.lease_bucket).status().WithContext("--lease-bucket"));
-  if (!f.sign_key.empty()) {
-    KVFOLD_RETURN_IF_ERROR(
-        artifact::SigningKey::Load(f.sign_key).status().WithContext("--sign-key"));
-  }
-  return OpenTransport(f.export_to, f.connect, TransportOptions{.create_if_missing = true})
-      .status()
-      .WithContext("--export-to");
+struct ExportSetup {
+  std::unique_ptr<ExportLease> lease;
+  std::unique_ptr<Transport> to;
+};
+StatusOr<ExportSetup> OpenExportSetup(const MirrorFlags& f, const ScheduledExportOptions& options) {
+  // The flags set every option but the key: only the key can fail here.
+  KVFOLD_RETURN_IF_ERROR(ScheduledExport::Check(options).WithContext("--sign-key"));
+  ExportSetup setup;
+  auto lease = ExportLease::Open(f.connect, f.lease_bucket);
+  if (!lease.ok()) return lease.status().WithContext("--lease-bucket");
+  setup.lease = std::move(lease).value();
+  auto to = OpenTransport(f.export_to, f.connect, TransportOptions{.create_if_missing = true});
+  if (!to.ok()) return to.status().WithContext("--export-to");
+  setup.to = std::move(to).value();
+  return setup;
 }
 
 // Turns SIGINT and SIGTERM into a stop request. The signals are blocked in
@@ -266,11 +159,11 @@ int RunMirror(MirrorFlags& f) {
   SignalStopper stopper;
   // Before anything is opened: a bad address touches nothing.
   WatchMetrics metrics;
-  ExportStats export_stats;
+  ExportMetrics export_metrics;
   std::unique_ptr<MetricsServer> metrics_server;
   if (!f.metrics_addr.empty()) {
-    auto started = MetricsServer::Start(f.metrics_addr, [&metrics, &export_stats, every] {
-      const ExportStats::Snapshot e = export_stats.Take();
+    auto started = MetricsServer::Start(f.metrics_addr, [&metrics, &export_metrics, every] {
+      const ExportStats e = export_metrics.Snapshot();
       return MetricsText(metrics.Snapshot(), every ? &e : nullptr);
     });
     if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
@@ -280,13 +173,22 @@ int RunMirror(MirrorFlags& f) {
                (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
                std::to_string(metrics_server->port()) + "/metrics");
   }
-  if (every) KVFOLD_RETURN_IF_ERROR_EXIT("mirror", CheckExportSetup(f));
+  std::optional<ScheduledExportOptions> export_options;
+  ExportSetup export_setup;
+  if (every) {
+    export_options = ExportOptionsOf(f, *every, &export_metrics);
+    auto setup = OpenExportSetup(f, *export_options);
+    if (!setup.ok()) return Report("mirror", setup.status());
+    export_setup = std::move(setup).value();
+  }
   std::unique_ptr<ArtifactSource> artifact_source;
   if (!f.artifacts.empty()) {
-    artifact_source = std::make_unique<LazyArtifactSource>(
-        f.artifacts, f.connect,
-        VerifyOptions{.trusted_key_files = f.trusted_keys,
-                      .require_signature = f.require_signature});
+    auto opened =
+        OpenArtifactSourceWhenNeeded(f.artifacts, f.connect,
+                                     VerifyOptions{.trusted_key_files = f.trusted_keys,
+                                                   .require_signature = f.require_signature});
+    if (!opened.ok()) return Report("mirror", opened.status().WithContext("--artifacts"));
+    artifact_source = std::move(opened).value();
   }
   auto source = OpenNatsBucket(f.connect, f.bucket);
   if (!source.ok()) return Report("mirror", source.status());
@@ -312,11 +214,21 @@ int RunMirror(MirrorFlags& f) {
   }
   // Counted only when served: a mirror without --metrics-addr pays nothing.
   if (metrics_server) options.metrics = &metrics;
+  std::unique_ptr<ScheduledExport> exporter;
+  if (export_options) {
+    auto made =
+        ScheduledExport::Make(**fold, *export_setup.lease, *export_setup.to, *export_options);
+    if (!made.ok()) return Report("mirror", made.status());
+    exporter = std::move(made).value();
+  }
   Status s;
   {
+    // Exports run beside the watch: the fold's read API is safe while it commits.
     std::stop_source exports_stop;
-    std::optional<ScheduledExport> exports;
-    if (every) exports.emplace(f, **fold, *every, export_stats, exports_stop.get_token());
+    std::optional<std::jthread> exports;
+    if (exporter) {
+      exports.emplace([&exporter, stop = exports_stop.get_token()] { exporter->Run(stop); });
+    }
     s = Watch(**source, **fold, options);
     exports_stop.request_stop();
   }

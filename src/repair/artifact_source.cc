@@ -1,7 +1,9 @@
-// ArtifactSource over a Transport: the newest artifact by the latest pointer.
+// ArtifactSource over a Transport: the newest artifact by the latest
+// pointer; and one that opens its location when first needed.
+
+#include "kvfold/artifact_source.h"
 
 #include "artifact/artifact_reader.h"
-#include "kvfold/repair.h"
 
 namespace kvfold {
 namespace {
@@ -31,10 +33,50 @@ class TransportArtifactSource final : public ArtifactSource {
   VerifyOptions verify_;
 };
 
+class LocationArtifactSource final : public ArtifactSource {
+ public:
+  LocationArtifactSource(std::string location, ConnectOptions connect, VerifyOptions verify)
+      : location_(std::move(location)), connect_(std::move(connect)), verify_(std::move(verify)) {}
+
+  const std::string& location() const override { return location_; }
+
+  StatusOr<ArtifactManifest> Newest() override {
+    if (!inner_) {
+      auto t = OpenTransport(location_, connect_);
+      if (!t.ok()) return t.status();
+      transport_ = std::move(t).value();
+      inner_ = NewArtifactSource(*transport_, verify_);
+    }
+    return inner_->Newest();
+  }
+
+  Status ReadChunk(
+      const ArtifactManifest& m, size_t index, std::string* previous_key,
+      const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) override {
+    if (!inner_) return Status::FailedPrecondition("no artifact was read from " + location_);
+    return inner_->ReadChunk(m, index, previous_key, fn);
+  }
+
+ private:
+  const std::string location_;
+  const ConnectOptions connect_;
+  const VerifyOptions verify_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ArtifactSource> inner_;  // over transport_
+};
+
 }  // namespace
 
 std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions verify) {
   return std::make_unique<TransportArtifactSource>(from, std::move(verify));
+}
+
+StatusOr<std::unique_ptr<ArtifactSource>> OpenArtifactSourceWhenNeeded(std::string location,
+                                                                       ConnectOptions connect,
+                                                                       VerifyOptions verify) {
+  KVFOLD_RETURN_IF_ERROR(ValidateLocation(location));
+  return std::unique_ptr<ArtifactSource>(std::make_unique<LocationArtifactSource>(
+      std::move(location), std::move(connect), std::move(verify)));
 }
 
 }  // namespace kvfold

@@ -1,29 +1,18 @@
 #include "repair/change_writer.h"
 
-#include <algorithm>
-
+#include "core/change_report.h"
 #include "core/count_change.h"
 #include "kvfold/watch_metrics.h"
 
 namespace kvfold::repair {
 
-using std::chrono::milliseconds;
-
 Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& previous,
                          const Entry& next, bool hook) {
-  if (hook && ctx_.HasHook()) {
-    Change c;
-    c.key = key;
-    c.op = next.deleted ? Op::kDelete : Op::kPut;
-    c.value = next.value;
-    c.revision = next.revision;
-    c.previous_revision = previous ? previous->revision : 0;
-    c.origin = origin_;
-    KVFOLD_RETURN_IF_ERROR(ctx_.Hook(c));
-  }
   if (hook) {
+    const Op op = next.deleted ? Op::kDelete : Op::kPut;
+    KVFOLD_RETURN_IF_ERROR(
+        core::ReportChange(ctx_.apply, ctx_.metrics, origin_, key, op, next, previous));
     ++(next.deleted ? deletes_ : puts_);
-    if (ctx_.metrics) ctx_.metrics->RecordChange(next.deleted ? Op::kDelete : Op::kPut, origin_);
   }
   const bool first = pending_.entries.insert_or_assign(key, next).second;
   if (!first) counts_known_ = false;
@@ -58,21 +47,20 @@ Status ChangeWriter::Finish(FoldCommit final_meta) {
 }
 
 Status ChangeWriter::CommitWithRetry(FoldCommit& commit) {
-  for (int failures = 1;; ++failures) {
+  while (true) {
     const auto start = std::chrono::steady_clock::now();
     Status s = fold_.Commit(commit);
     if (ctx_.metrics) ctx_.metrics->RecordCommit(s.ok(), std::chrono::steady_clock::now() - start);
-    if (s.ok()) return s;
-    if (s.code() == Status::Code::kInternal) return s;  // a bug, not a passing fault
+    if (s.ok()) {
+      retry_.Succeeded();
+      return s;
+    }
     // A failed commit may still have been applied: a count change would
     // then count twice, so the retry lets the store read the keys.
     commit.counts.reset();
-    if (failures >= ctx_.max_commit_failures) {
-      return s.WithContext("repair commit failed " + std::to_string(failures) +
-                           " consecutive times");
-    }
+    KVFOLD_RETURN_IF_ERROR(retry_.Failed(s, "repair commit"));
     ctx_.Log(LogLevel::kWarning, "repair commit failed (" + s.ToString() + "); retrying");
-    clock_.SleepFor(std::min(milliseconds(100) * failures, milliseconds(2000)), std::stop_token());
+    clock_.SleepFor(retry_.Delay(), std::stop_token());
   }
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "core/commit_retry.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
 #include "repair/repair_context.h"
@@ -25,7 +26,8 @@ class ChangeWriter {
         ctx_(ctx),
         clock_(ctx.clock),
         origin_(origin),
-        batch_limit_(batch_limit == 0 ? ctx.batch_size : batch_limit) {}
+        batch_limit_(batch_limit == 0 ? ctx.batch_size : batch_limit),
+        retry_(ctx.max_commit_failures) {}
 
   // Records `next` for `key` (whose fold entry was `previous`), calling the
   // hook first when `hook`; commits when the batch is full.
@@ -50,6 +52,7 @@ class ChangeWriter {
   Clock& clock_;
   ChangeOrigin origin_;
   size_t batch_limit_;
+  core::CommitRetry retry_;
   FoldCommit pending_;
   // The batch's count change, from the `previous` entries Add was given;
   // unknown once a key changes twice in one batch.

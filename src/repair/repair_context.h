@@ -55,8 +55,6 @@ struct RepairContext {
   const std::function<void(const LogLine&)>* log = nullptr;
   WatchMetrics* metrics = nullptr;
 
-  bool HasHook() const { return apply != nullptr && *apply; }
-  Status Hook(const Change& change) const { return (*apply)(change); }
   void Log(LogLevel level, const std::string& line) const {
     if (log != nullptr && *log) (*log)(LogLine{level, line});
   }

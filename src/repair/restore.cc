@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/backoff.h"
 #include "core/marker_window.h"
 #include "core/mutation.h"
 #include "core/repair_rules.h"
@@ -301,7 +302,7 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
         "--artifacts pointing there");
   }
   const auto deadline = ctx.clock.Now() + ctx.repair_timeout;
-  milliseconds backoff = ctx.backoff_min;
+  core::Backoff backoff(ctx.backoff_min, ctx.backoff_max);
   while (true) {
     const int attempts = out->attempts + 1;
     *out = RestoreResult();
@@ -312,12 +313,12 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
     if (s.ok() || out->stopped) return Status::OK();
     if (!retry) return s;
     const std::string reason = s.ToString();
-    milliseconds longest = ctx.backoff_max;
-    if (out->marker_window_ns > 0) {
-      longest = std::min(core::QuarterWindow(out->marker_window_ns), longest);
-    }
-    backoff = std::min(backoff, longest);
-    if (ctx.clock.Now() + backoff > deadline) {
+    // Waiting for an artifact fresh enough for the marker window: look at
+    // least this often, or one inside the window could never be caught.
+    const milliseconds wait = out->marker_window_ns > 0
+                                  ? backoff.Next(core::QuarterWindow(out->marker_window_ns))
+                                  : backoff.Next();
+    if (ctx.clock.Now() + wait > deadline) {
       return Status::CursorExpired(
           "no usable artifact at " + ctx.artifacts->location() + " within the repair timeout (" +
           std::to_string(out->attempts) + " attempts; last: " + reason +
@@ -328,14 +329,13 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
     if (ctx.metrics) ctx.metrics->RecordRestoreRetry();
     ctx.Log(LogLevel::kWarning, "restore attempt " + std::to_string(out->attempts) +
                                     ": no usable artifact at " + ctx.artifacts->location() + " (" +
-                                    reason + "); retrying in " + std::to_string(backoff.count()) +
+                                    reason + "); retrying in " + std::to_string(wait.count()) +
                                     " ms");
-    ctx.clock.SleepFor(backoff, ctx.stop);
+    ctx.clock.SleepFor(wait, ctx.stop);
     if (ctx.stop.stop_requested()) {
       out->stopped = true;
       return Status::OK();
     }
-    backoff = std::min(backoff * 2, longest);
   }
 }
 

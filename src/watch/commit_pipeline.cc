@@ -1,15 +1,14 @@
 #include "watch/commit_pipeline.h"
 
-#include <algorithm>
-
 #include "core/mutation.h"
 
 namespace kvfold {
 
-using std::chrono::milliseconds;
-
 CommitPipeline::CommitPipeline(Fold& fold, Clock& clock, CommitPipelineOptions options)
-    : clock_(clock), opt_(std::move(options)), committer_(fold, opt_.background) {}
+    : clock_(clock),
+      opt_(std::move(options)),
+      retry_(opt_.max_commit_failures),
+      committer_(fold, opt_.background) {}
 
 void CommitPipeline::ResetTo(std::optional<uint64_t> cursor, int64_t anchor_ns) {
   committed_ = cursor;
@@ -48,7 +47,7 @@ Status CommitPipeline::TryCommit(bool force, const std::function<Status()>& prov
     KVFOLD_RETURN_IF_ERROR(Collect());
   }
   if (!HasWork()) return Status::OK();
-  if (!force && failures_ > 0 && clock_.Now() < retry_at_) return Status::OK();
+  if (!force && retry_.failures() > 0 && clock_.Now() < retry_at_) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(prove());
   committer_.Start(pending_.Release());
   if (force || !opt_.background) return Collect();
@@ -64,37 +63,34 @@ Status CommitPipeline::Collect() {
   Status s = committer_.Wait();
   if (opt_.metrics) opt_.metrics->RecordCommit(s.ok(), committer_.took());
   if (s.ok()) {
-    if (failures_ > 0) {
-      Log(LogLevel::kInfo, "commit succeeded after " + std::to_string(failures_) + " failure(s)");
+    if (const int ended = retry_.Succeeded(); ended > 0) {
+      Log(LogLevel::kInfo, "commit succeeded after " + std::to_string(ended) + " failure(s)");
     }
-    if (!KVFOLD_MUTANT("commit-failures-never-reset")) failures_ = 0;
     // A commit of metadata alone (the memo, say) leaves the cursor as it was.
     if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
     if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;
     if (opt_.committed && committed_) opt_.committed(*committed_);
     return Status::OK();
   }
-  ++failures_;
   FoldCommit failed = committer_.Take();
   if (!KVFOLD_MUTANT("batch-drop-on-failure")) pending_.TakeBack(std::move(failed));
-  if (failures_ >= opt_.max_commit_failures) {
-    return s.WithContext("commit failed " + std::to_string(failures_) +
-                         " consecutive times; the fold keeps cursor " +
-                         (committed_ ? std::to_string(*committed_) : "<none>"));
-  }
+  KVFOLD_RETURN_IF_ERROR(
+      retry_.Failed(s, "commit",
+                    "; the fold keeps cursor " +
+                        (committed_ ? std::to_string(*committed_) : std::string("<none>"))));
   Log(LogLevel::kWarning, "commit failed (" + s.ToString() + "); keeping the batch to retry");
-  retry_at_ = clock_.Now() + std::min(milliseconds(100) * failures_, milliseconds(2000));
+  retry_at_ = clock_.Now() + retry_.Delay();
   return Status::OK();
 }
 
 Status CommitPipeline::Flush(const std::function<Status()>& prove) {
   while (committer_.in_flight() || HasWork()) {
-    const int before = failures_;
+    const int before = retry_.failures();
     KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true, prove));
-    if (failures_ > before) {
+    if (retry_.failures() > before) {
       // Flushing on shutdown still backs off between attempts, but a stop
       // request must not skip them.
-      clock_.SleepFor(milliseconds(100) * failures_, std::stop_token());
+      clock_.SleepFor(retry_.Delay(), std::stop_token());
     }
   }
   return Status::OK();

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "core/commit_retry.h"
 #include "core/pending_batch.h"
 #include "kvfold/clock.h"
 #include "kvfold/fold.h"
@@ -96,7 +97,7 @@ class CommitPipeline {
   std::optional<uint64_t> committed_;  // the fold's cursor
   int64_t committed_anchor_ = 0;       // the fold's cursor_time_ns
   std::optional<int64_t> marker_window_ns_;
-  int failures_ = 0;  // in a row
+  core::CommitRetry retry_;
   Clock::TimePoint retry_at_;
   AsyncCommitter committer_;
 };

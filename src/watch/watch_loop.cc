@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <ctime>
 
+#include "core/backoff.h"
+#include "core/change_report.h"
 #include "core/mutation.h"
 #include "core/window.h"
 #include "kvfold/retention.h"
@@ -70,7 +72,7 @@ bool WatchLoop::CaughtUp() const {
 
 Status WatchLoop::Run() {
   KVFOLD_RETURN_IF_ERROR(Prepare());
-  milliseconds backoff = opt_.reconnect_backoff_min;
+  core::Backoff backoff(opt_.reconnect_backoff_min, opt_.reconnect_backoff_max);
   while (true) {
     SessionEnd end = SessionEnd::kBroken;
     const auto received_before = guard_.received();
@@ -91,7 +93,7 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
-        backoff = opt_.reconnect_backoff_min;
+        backoff.Reset();
         continue;
       }
       if (!r.IsUnavailable()) return r;
@@ -99,11 +101,11 @@ Status WatchLoop::Run() {
     } else {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
-    if (guard_.received() != received_before) backoff = opt_.reconnect_backoff_min;
-    Log("retrying in " + std::to_string(backoff.count()) + " ms");
-    clock_.SleepFor(backoff, opt_.stop);
+    if (guard_.received() != received_before) backoff.Reset();
+    const milliseconds wait = backoff.Next();
+    Log("retrying in " + std::to_string(wait.count()) + " ms");
+    clock_.SleepFor(wait, opt_.stop);
     if (opt_.stop.stop_requested()) return Flush();
-    backoff = std::min(backoff * 2, opt_.reconnect_backoff_max);
   }
 }
 
@@ -443,18 +445,10 @@ Status WatchLoop::Apply(const BucketMessage& m) {
     }
     std::optional<Entry> next = core::FoldMessage(m, current);
     if (next) {
-      if (opt_.apply) {
-        Change change;
-        change.key = m.key;
-        change.op = m.op;
-        change.value = next->value;
-        change.revision = next->revision;
-        change.previous_revision = current ? current->revision : 0;
-        // The cursor must not cover a change the hook refused: stop before
-        // advancing past it.
-        KVFOLD_RETURN_IF_ERROR(opt_.apply(change));
-      }
-      if (opt_.metrics) opt_.metrics->RecordChange(m.op, ChangeOrigin::kLive);
+      // The cursor must not cover a change the hook refused: stop before
+      // advancing past it.
+      KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kLive,
+                                                m.key, m.op, *next, current));
       pipeline_.pending().Put(m.key, std::move(*next));
     }
   }

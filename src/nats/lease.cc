@@ -20,7 +20,8 @@ StatusOr<LeaseRecord> DecodeLeaseRecord(std::string_view data, const std::string
   LeaseRecord lease;
   if (j.is_discarded() || !core::ReadJsonField(j, "holder", &lease.holder, true) ||
       !core::ReadJsonField(j, "expires_unix_ms", &lease.expires_unix_ms, true)) {
-    return Status::Corruption(what + " holds a value that is not a lease (want {\"holder\":"
+    return Status::Corruption(what +
+                              " holds a value that is not a lease (want {\"holder\":"
                               "string,\"expires_unix_ms\":integer}); delete the key to free it");
   }
   return lease;
@@ -44,16 +45,11 @@ class NatsExportLease final : public ExportLease {
       : conn_(std::move(conn)), bucket_(std::move(bucket)), stream_(nats::StreamName(bucket_)) {}
 
   Status Init() {
-    json cfg = {{"name", stream_},
-                {"subjects", {nats::SubjectPrefix(bucket_) + ">"}},
-                {"retention", "limits"},
-                {"max_msgs_per_subject", 1},
-                {"discard", "new"},
-                {"allow_rollup_hdrs", true},
-                {"deny_delete", true},
-                {"allow_direct", true},
-                {"storage", "file"},
-                {"num_replicas", 1}};
+    json cfg = {{"name", stream_},       {"subjects", {nats::SubjectPrefix(bucket_) + ">"}},
+                {"retention", "limits"}, {"max_msgs_per_subject", 1},
+                {"discard", "new"},      {"allow_rollup_hdrs", true},
+                {"deny_delete", true},   {"allow_direct", true},
+                {"storage", "file"},     {"num_replicas", 1}};
     return conn_->EnsureStream(cfg).WithContext("lease bucket " + bucket_);
   }
 
@@ -68,17 +64,17 @@ class NatsExportLease final : public ExportLease {
       last_seq = (*current)->seq;
       // An empty value is a deleted key (a KV delete marker): free.
       if (!(*current)->data.empty()) {
-        auto lease = nats::DecodeLeaseRecord((*current)->data,
-                                             "lease key " + key + " in bucket " + bucket_);
+        auto lease =
+            nats::DecodeLeaseRecord((*current)->data, "lease key " + key + " in bucket " + bucket_);
         if (!lease.ok()) return lease.status();
         if (lease->holder != holder && lease->expires_unix_ms > NowMs()) {
           return false;  // someone else holds it this round
         }
       }
     }
-    auto published = conn_->Publish(
-        subject, nats::EncodeLeaseRecord({holder, NowMs() + ttl.count()}),
-        {{"Nats-Expected-Last-Subject-Sequence", std::to_string(last_seq)}});
+    auto published =
+        conn_->Publish(subject, nats::EncodeLeaseRecord({holder, NowMs() + ttl.count()}),
+                       {{"Nats-Expected-Last-Subject-Sequence", std::to_string(last_seq)}});
     if (published.ok()) return true;
     if (published.status().IsFailedPrecondition()) return false;  // another node won the swap
     return published.status();

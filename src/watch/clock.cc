@@ -1,7 +1,7 @@
+#include "kvfold/clock.h"
+
 #include <condition_variable>
 #include <mutex>
-
-#include "kvfold/clock.h"
 
 namespace kvfold {
 namespace {

@@ -1,0 +1,145 @@
+#include "kvfold/scheduled_export.h"
+
+#include "artifact/signer.h"
+
+namespace kvfold {
+
+std::string_view ExportOutcomeName(ExportOutcome outcome) {
+  switch (outcome) {
+    case ExportOutcome::kWritten:
+      return "written";
+    case ExportOutcome::kUnchanged:
+      return "unchanged";
+    case ExportOutcome::kOtherNode:
+      return "other_node";
+    case ExportOutcome::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+void ExportMetrics::Record(ExportOutcome outcome, uint64_t cursor) {
+  std::lock_guard lock(mu_);
+  switch (outcome) {
+    case ExportOutcome::kWritten:
+      ++counts_.written;
+      counts_.last_cursor = cursor;
+      last_written_ = std::chrono::steady_clock::now();
+      break;
+    case ExportOutcome::kUnchanged:
+      ++counts_.unchanged;
+      break;
+    case ExportOutcome::kOtherNode:
+      ++counts_.other_node;
+      break;
+    case ExportOutcome::kFailed:
+      ++counts_.failed;
+      break;
+  }
+}
+
+ExportStats ExportMetrics::Snapshot() const {
+  std::lock_guard lock(mu_);
+  ExportStats s = counts_;
+  if (last_written_) {
+    s.last_age_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *last_written_).count();
+  }
+  return s;
+}
+
+Status ScheduledExport::Check(const ScheduledExportOptions& options) {
+  if (options.bucket.empty()) {
+    return Status::InvalidArgument("a scheduled export needs the bucket its lease is named after");
+  }
+  if (options.every <= std::chrono::milliseconds(0)) {
+    return Status::InvalidArgument("a scheduled export's period must be > 0");
+  }
+  if (!options.sign_key_file.empty()) {
+    KVFOLD_RETURN_IF_ERROR(artifact::SigningKey::Load(options.sign_key_file).status());
+  }
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<ScheduledExport>> ScheduledExport::Make(Fold& fold, ExportLease& lease,
+                                                                 Transport& to,
+                                                                 ScheduledExportOptions options) {
+  KVFOLD_RETURN_IF_ERROR(Check(options));
+  if (options.exporter_id.empty()) options.exporter_id = DefaultExporterId();
+  if (options.clock == nullptr) options.clock = RealClock();
+  return std::unique_ptr<ScheduledExport>(new ScheduledExport(fold, lease, to, std::move(options)));
+}
+
+void ScheduledExport::Log(LogLevel level, const std::string& line) const {
+  if (opt_.log) opt_.log(LogLine(level, line));
+}
+
+ScheduledExport::Round ScheduledExport::RunRound() {
+  Round round = Attempt();
+  if (opt_.metrics) {
+    opt_.metrics->Record(round.outcome, round.written ? round.written->cursor : 0);
+  }
+  if (round.outcome == ExportOutcome::kFailed) {
+    Log(LogLevel::kWarning, "export: " + round.status.ToString());
+  }
+  return round;
+}
+
+namespace {
+
+ScheduledExport::Round RoundOf(ExportOutcome outcome, Status status = Status::OK(),
+                               std::optional<ArtifactManifest> written = std::nullopt) {
+  ScheduledExport::Round round;
+  round.outcome = outcome;
+  round.status = std::move(status);
+  round.written = std::move(written);
+  return round;
+}
+
+ScheduledExport::Round Failed(Status why) {
+  return RoundOf(ExportOutcome::kFailed, std::move(why));
+}
+
+}  // namespace
+
+ScheduledExport::Round ScheduledExport::Attempt() {
+  auto won = lease_.TryAcquire("export." + opt_.bucket, opt_.exporter_id, opt_.every);
+  if (!won.ok()) return Failed(won.status().WithContext("lease"));
+  if (!*won) return RoundOf(ExportOutcome::kOtherNode);
+
+  ExportOptions options;
+  options.exporter_id = opt_.exporter_id;
+  options.sign_key_file = opt_.sign_key_file;
+  uint64_t skipped = 0;
+  options.skipped_key = [&](std::string_view key, const Status& why) {
+    if (skipped++ == 0) {
+      Log(LogLevel::kWarning, "export: left out key " + std::string(key) + ": " + why.message());
+    }
+  };
+  auto m = ExportArtifact(fold_, to_, options);
+  if (skipped > 1) {
+    Log(LogLevel::kWarning, "export: left out " + std::to_string(skipped) + " keys in all");
+  }
+  if (m.status().IsAlreadyExists()) return RoundOf(ExportOutcome::kUnchanged);
+  if (!m.ok()) return Failed(m.status());
+  Log(LogLevel::kInfo, "export: wrote artifact " + m->artifact_id + " (cursor " +
+                           std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
+                           " entries) to " + to_.location());
+  if (opt_.keep > 0) {
+    // A prune that fails leaves extra artifacts, never a missing one.
+    Status pruned = PruneArtifacts(
+        to_, PruneOptions{.keep = opt_.keep, .min_age = opt_.keep_younger_than}, nullptr);
+    if (!pruned.ok()) Log(LogLevel::kWarning, "export: prune: " + pruned.ToString());
+  }
+  return RoundOf(ExportOutcome::kWritten, Status::OK(), std::move(m).value());
+}
+
+void ScheduledExport::Run(std::stop_token stop) {
+  while (true) {
+    opt_.clock->SleepFor(opt_.every, stop);
+    if (stop.stop_requested()) return;
+    RunRound();
+  }
+}
+
+}  // namespace kvfold
