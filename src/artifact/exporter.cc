@@ -37,6 +37,175 @@ std::string NewArtifactId(uint64_t cursor) {
   return buf;
 }
 
+// The manifest of an export of `meta`, before its chunks.
+ArtifactManifest ManifestOf(const FoldMeta& meta, const ExportOptions& options) {
+  ArtifactManifest m;
+  m.artifact_id =
+      options.fixed_artifact_id.empty() ? NewArtifactId(*meta.cursor) : options.fixed_artifact_id;
+  m.schema_version = kArtifactSchemaVersion;
+  m.min_reader_version = 1;
+  m.bucket = meta.bucket;
+  m.stream_created = meta.stream_created;
+  m.scope = *meta.scope;
+  m.has_scope = true;
+  m.cursor = *meta.cursor;
+  m.cursor_time_ns = meta.cursor_time_ns;
+  m.marker_ttl_ns = meta.marker_ttl_ns;
+  m.eviction_observed = meta.eviction_observed;  // the memo travels with the snapshot
+  m.created_unix_ms = options.fixed_created_unix_ms != 0
+                          ? options.fixed_created_unix_ms
+                          : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  m.exporter_id = options.exporter_id.empty() ? DefaultExporterId() : options.exporter_id;
+  return m;
+}
+
+// Writes a snapshot's entries, in key order, as the chunks of `m`. Every
+// record passes the checks readers make (artifact/chunk_codec.h): an export
+// never publishes what its own readers reject. Compressing, hashing and
+// publishing a chunk runs beside the scan of the next one. One chunk in
+// flight: memory stays at about two chunks, and chunks are published,
+// recorded and reported in order.
+class ChunkWriter {
+ public:
+  // `entries_total` is for progress reports only.
+  ChunkWriter(Transport& to, const ExportOptions& options, const Scope& scope,
+              uint64_t entries_total, ArtifactManifest* m)
+      : to_(to), options_(options), scope_(scope), m_(*m) {
+    progress_.entries_total = entries_total;
+  }
+  ChunkWriter(const ChunkWriter&) = delete;
+  ChunkWriter& operator=(const ChunkWriter&) = delete;
+
+  Status Add(std::string_view key, const Entry& e);
+  // Publishes the last chunk when `publish_last`, and always waits for the
+  // chunk in flight (so that RemovePublished sees it).
+  Status Finish(bool publish_last);
+  // No manifest names them: leave no orphan chunks behind (best effort).
+  void RemovePublished() {
+    for (const auto& c : m_.chunks) (void)to_.Remove(c.name);
+  }
+
+ private:
+  // Waits for the chunk in flight and records it in the manifest.
+  Status Collect();
+  // Hands the chunk filled so far to a worker.
+  Status Publish();
+
+  Transport& to_;
+  const ExportOptions& options_;
+  const Scope& scope_;
+  ArtifactManifest& m_;
+  ArtifactProgress progress_;
+  std::string raw_;
+  ArtifactChunk current_;
+  std::future<StatusOr<ArtifactChunk>> publishing_;
+};
+
+Status ChunkWriter::Add(std::string_view key, const Entry& e) {
+  Status fits = artifact::CheckArtifactKey(key);
+  if (fits.ok() && !scope_.Contains(key)) {
+    fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is outside the fold's scope " +
+                                   scope_.ToString());
+  }
+  if (!fits.ok()) {
+    if (options_.skipped_key) options_.skipped_key(key, fits);
+    return Status::OK();
+  }
+  if (e.revision == 0 || e.revision > m_.cursor) {
+    return Status::Corruption("key \"" + std::string(key) + "\" has revision " +
+                              std::to_string(e.revision) + ", beyond the fold's cursor " +
+                              std::to_string(m_.cursor));
+  }
+  const uint64_t bytes = artifact::RecordBytes(key, e.revision, e.value);
+  if (bytes > artifact::kMaxChunkRawBytes) {
+    return Status::InvalidArgument(
+        "key \"" + std::string(key) + "\" holds a value of " + std::to_string(e.value.size()) +
+        " bytes; an artifact chunk holds at most " + std::to_string(artifact::kMaxChunkRawBytes) +
+        " bytes, so this fold cannot be exported (nothing was published)");
+  }
+  // Checked before the append: a chunk never grows past what readers accept.
+  if (raw_.size() + bytes > artifact::kMaxChunkRawBytes) KVFOLD_RETURN_IF_ERROR(Publish());
+  if (current_.entry_count == 0) current_.first_key = key;
+  current_.last_key = key;
+  ++current_.entry_count;
+  artifact::AppendRecord(&raw_, key, e.revision, e.value);
+  if (raw_.size() >= options_.chunk_raw_bytes) return Publish();
+  return Status::OK();
+}
+
+Status ChunkWriter::Collect() {
+  if (!publishing_.valid()) return Status::OK();
+  StatusOr<ArtifactChunk> done = publishing_.get();
+  if (!done.ok()) return done.status();
+  progress_.entries_done += done->entry_count;
+  progress_.bytes_done += done->compressed_size;
+  m_.entry_count += done->entry_count;
+  m_.chunks.push_back(std::move(done).value());
+  if (options_.progress) options_.progress(progress_);
+  return Status::OK();
+}
+
+Status ChunkWriter::Publish() {
+  if (current_.entry_count == 0) return Status::OK();
+  KVFOLD_RETURN_IF_ERROR(Collect());
+  char name[32];
+  std::snprintf(name, sizeof(name), "/chunk-%06zu", m_.chunks.size());
+  current_.name = m_.artifact_id + name;
+  auto job = std::make_shared<std::function<StatusOr<ArtifactChunk>()>>(
+      [&to = to_, chunk = std::move(current_),
+       data = std::move(raw_)]() mutable -> StatusOr<ArtifactChunk> {
+        const std::string stored = artifact::Compress(data);
+        if (stored.empty()) return Status::Internal("zstd compression failed");
+        chunk.raw_size = data.size();
+        chunk.compressed_size = stored.size();
+        chunk.sha256 = artifact::Sha256(stored);
+        KVFOLD_RETURN_IF_ERROR(to.Put(chunk.name, stored));
+        return chunk;
+      });
+  current_ = ArtifactChunk();
+  raw_ = std::string();
+  raw_.reserve(options_.chunk_raw_bytes);
+  try {
+    publishing_ = std::async(std::launch::async, [job] { return (*job)(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: publish on this one.
+    std::promise<StatusOr<ArtifactChunk>> now;
+    now.set_value((*job)());
+    publishing_ = now.get_future();
+  }
+  return Status::OK();
+}
+
+Status ChunkWriter::Finish(bool publish_last) {
+  Status s = publish_last ? Publish() : Status::OK();
+  // Always waited for: on failure its chunk, if published, is removed too.
+  Status last = Collect();
+  return s.ok() ? last : s;
+}
+
+// The manifest after its chunks, signed when `signer`; then the pointer.
+Status PublishManifest(Transport& to, const ExportOptions& options,
+                       const artifact::SigningKey* signer, ArtifactManifest* m) {
+  ::kvfold::wire::ManifestEnvelope envelope;
+  envelope.set_manifest(artifact::ToProto(*m).SerializeAsString());
+  if (signer) {
+    auto sig = signer->Sign(envelope.manifest());
+    if (!sig.ok()) return sig.status();
+    envelope.set_signature(*sig);
+    envelope.set_signer_public_key(signer->public_key());
+    m->is_signed = true;
+    m->signer_public_key = signer->public_key();
+  }
+  KVFOLD_RETURN_IF_ERROR(
+      to.Put(m->artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
+  if (!options.advance_pointer) return Status::OK();
+  return to.AdvancePointer(ArtifactPointer{m->artifact_id, m->cursor, m->bucket, m->stream_created})
+      .WithContext("artifact " + m->artifact_id + " was written to " + to.location() +
+                   " but not made the latest");
+}
+
 }  // namespace
 
 StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const ExportOptions& options) {
@@ -57,7 +226,6 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     return Status::FailedPrecondition(
         "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
   }
-
   if (options.advance_pointer) {
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
@@ -65,148 +233,26 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(
         *pointer, ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created}));
   }
-
-  ArtifactManifest m;
-  m.artifact_id = options.fixed_artifact_id.empty() ? NewArtifactId(*meta.cursor)
-                                                    : options.fixed_artifact_id;
+  ArtifactManifest m = ManifestOf(meta, options);
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(m.artifact_id).WithContext("artifact id"));
-  m.schema_version = kArtifactSchemaVersion;
-  m.min_reader_version = 1;
-  m.bucket = meta.bucket;
-  m.stream_created = meta.stream_created;
-  m.scope = *meta.scope;
-  m.has_scope = true;
-  m.cursor = *meta.cursor;
-  m.cursor_time_ns = meta.cursor_time_ns;
-  m.marker_ttl_ns = meta.marker_ttl_ns;
-  m.eviction_observed = meta.eviction_observed;  // the memo travels with the snapshot
-  m.created_unix_ms = options.fixed_created_unix_ms != 0
-                          ? options.fixed_created_unix_ms
-                          : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-  m.exporter_id = options.exporter_id.empty() ? DefaultExporterId() : options.exporter_id;
-
-  ArtifactProgress progress;
-  progress.entries_total = meta.live_keys;
-  std::string raw;
-  ArtifactChunk current;
-  // Compressing, hashing and publishing a chunk runs beside the scan of the
-  // next one. One chunk in flight: memory stays at about two chunks, and
-  // chunks are published, recorded and reported in order.
-  std::future<StatusOr<ArtifactChunk>> publishing;
-  auto collect = [&]() -> Status {
-    if (!publishing.valid()) return Status::OK();
-    StatusOr<ArtifactChunk> done = publishing.get();
-    if (!done.ok()) return done.status();
-    progress.entries_done += done->entry_count;
-    progress.bytes_done += done->compressed_size;
-    m.entry_count += done->entry_count;
-    m.chunks.push_back(std::move(done).value());
-    if (options.progress) options.progress(progress);
-    return Status::OK();
-  };
-  auto flush = [&]() -> Status {
-    if (current.entry_count == 0) return Status::OK();
-    KVFOLD_RETURN_IF_ERROR(collect());
-    char name[32];
-    std::snprintf(name, sizeof(name), "/chunk-%06zu", m.chunks.size());
-    current.name = m.artifact_id + name;
-    auto job = std::make_shared<std::function<StatusOr<ArtifactChunk>()>>(
-        [&to, chunk = std::move(current), data = std::move(raw)]() mutable
-        -> StatusOr<ArtifactChunk> {
-          const std::string stored = artifact::Compress(data);
-          if (stored.empty()) return Status::Internal("zstd compression failed");
-          chunk.raw_size = data.size();
-          chunk.compressed_size = stored.size();
-          chunk.sha256 = artifact::Sha256(stored);
-          KVFOLD_RETURN_IF_ERROR(to.Put(chunk.name, stored));
-          return chunk;
-        });
-    current = ArtifactChunk();
-    raw = std::string();
-    raw.reserve(options.chunk_raw_bytes);
-    try {
-      publishing = std::async(std::launch::async, [job] { return (*job)(); });
-    } catch (const std::system_error&) {
-      // No thread to be had: publish on this one.
-      std::promise<StatusOr<ArtifactChunk>> now;
-      now.set_value((*job)());
-      publishing = now.get_future();
-    }
-    return Status::OK();
-  };
   auto scope = Scope::Make(m.scope);
   if (!scope.ok()) return scope.status().WithContext("the fold's scope");
-  // Every record passes the checks readers make (artifact/chunk_codec.h):
-  // an export never publishes what its own readers reject.
-  auto add = [&](std::string_view key, const Entry& e) -> Status {
-    Status fits = artifact::CheckArtifactKey(key);
-    if (fits.ok() && !scope->Contains(key)) {
-      fits = Status::InvalidArgument("key \"" + std::string(key) +
-                                     "\" is outside the fold's scope " + scope->ToString());
-    }
-    if (!fits.ok()) {
-      if (options.skipped_key) options.skipped_key(key, fits);
-      return Status::OK();
-    }
-    if (e.revision == 0 || e.revision > m.cursor) {
-      return Status::Corruption("key \"" + std::string(key) + "\" has revision " +
-                                std::to_string(e.revision) + ", beyond the fold's cursor " +
-                                std::to_string(m.cursor));
-    }
-    const uint64_t bytes = artifact::RecordBytes(key, e.revision, e.value);
-    if (bytes > artifact::kMaxChunkRawBytes) {
-      return Status::InvalidArgument(
-          "key \"" + std::string(key) + "\" holds a value of " + std::to_string(e.value.size()) +
-          " bytes; an artifact chunk holds at most " +
-          std::to_string(artifact::kMaxChunkRawBytes) +
-          " bytes, so this fold cannot be exported (nothing was published)");
-    }
-    // Checked before the append: a chunk never grows past what readers accept.
-    if (raw.size() + bytes > artifact::kMaxChunkRawBytes) KVFOLD_RETURN_IF_ERROR(flush());
-    if (current.entry_count == 0) current.first_key = key;
-    current.last_key = key;
-    ++current.entry_count;
-    artifact::AppendRecord(&raw, key, e.revision, e.value);
-    if (raw.size() >= options.chunk_raw_bytes) return flush();
-    return Status::OK();
-  };
+
+  ChunkWriter chunks(to, options, *scope, meta.live_keys, &m);
   Status inner;
   Status scanned = (*snapshot)->Scan("", /*include_tombstones=*/false,
                                      [&](std::string_view key, const Entry& e) {
-                                       inner = add(key, e);
+                                       inner = chunks.Add(key, e);
                                        return inner.ok();
                                      });
   if (inner.ok()) inner = scanned;
-  if (inner.ok()) inner = flush();
-  // Always waited for: on failure its chunk, if published, is removed too.
-  if (Status last = collect(); inner.ok()) inner = last;
+  Status finished = chunks.Finish(/*publish_last=*/inner.ok());
+  if (inner.ok()) inner = finished;
   if (!inner.ok()) {
-    // No manifest names them: leave no orphan chunks behind (best effort).
-    for (const auto& c : m.chunks) (void)to.Remove(c.name);
+    chunks.RemovePublished();
     return inner;
   }
-
-  ::kvfold::wire::ManifestEnvelope envelope;
-  envelope.set_manifest(artifact::ToProto(m).SerializeAsString());
-  if (signer) {
-    auto sig = signer->Sign(envelope.manifest());
-    if (!sig.ok()) return sig.status();
-    envelope.set_signature(*sig);
-    envelope.set_signer_public_key(signer->public_key());
-    m.is_signed = true;
-    m.signer_public_key = signer->public_key();
-  }
-  KVFOLD_RETURN_IF_ERROR(to.Put(m.artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
-  if (options.advance_pointer) {
-    Status moved = to.AdvancePointer(
-        ArtifactPointer{m.artifact_id, m.cursor, m.bucket, m.stream_created});
-    if (!moved.ok()) {
-      return moved.WithContext("artifact " + m.artifact_id + " was written to " + to.location() +
-                               " but not made the latest");
-    }
-  }
+  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), &m));
   return m;
 }
 

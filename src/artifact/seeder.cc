@@ -11,100 +11,134 @@
 #include "kvfold/artifact.h"
 
 namespace kvfold {
+namespace {
 
-StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options) {
-  auto meta = fold.ReadMeta();
+// The way out of a seed whose artifact was pruned mid-read.
+constexpr const char* kDiscardHint =
+    "; to discard the unfinished seed and seed from the latest artifact instead, re-run with "
+    "--discard-unfinished (SeedOptions::discard_unfinished)";
+
+// One seed of one fold, pass by pass.
+class Seed {
+ public:
+  Seed(Fold& fold, Transport& from, const SeedOptions& options)
+      : fold_(fold), from_(from), options_(options) {}
+
+  StatusOr<ArtifactManifest> Run();
+
+ private:
+  // The fold is empty, or holds an unfinished seed.
+  Status CheckFold();
+  // The artifact to seed from, checked: of the right bucket, restorable.
+  StatusOr<ArtifactManifest> ChooseArtifact();
+  // Pass 2: each chunk re-read, re-verified and committed without a cursor.
+  Status ApplyChunks(const ArtifactManifest& m);
+  // Commits `commit`, a part of a chunk, under the seeding marker.
+  Status CommitPart(const ArtifactManifest& m, FoldCommit* commit);
+  // The cursor, bucket, scope and identity, in one commit.
+  Status Finish(const ArtifactManifest& m);
+
+  Fold& fold_;
+  Transport& from_;
+  const SeedOptions& options_;
+  FoldMeta meta_;
+  bool untouched_ = false;   // nothing in the fold but perhaps bucket and scope
+  bool unfinished_ = false;  // an unfinished seed
+  bool discard_ = false;     // ... to be discarded by this one
+  bool clear_ = false;       // the discard is still to be committed
+  bool wrote_ = false;       // this seed committed something
+  std::string id_;
+};
+
+Status Seed::CheckFold() {
+  auto meta = fold_.ReadMeta();
   if (!meta.ok()) return meta.status();
+  meta_ = std::move(meta).value();
   // Metadata alone does not make a fold non-empty: a first mirror whose
   // delivery broke before any message records bucket and scope, nothing else.
-  const bool untouched = !meta->cursor && meta->entries == 0 && meta->seeding.empty();
-  const bool unfinished = !meta->cursor && !meta->seeding.empty();
-  if (!untouched && !unfinished) {
+  untouched_ = !meta_.cursor && meta_.entries == 0 && meta_.seeding.empty();
+  unfinished_ = !meta_.cursor && !meta_.seeding.empty();
+  if (!untouched_ && !unfinished_) {
     return Status::FailedPrecondition(
         "the fold is not empty (cursor " +
-        (meta->cursor ? std::to_string(*meta->cursor) : std::string("<none>")) + ", " +
-        std::to_string(meta->live_keys) +
+        (meta_.cursor ? std::to_string(*meta_.cursor) : std::string("<none>")) + ", " +
+        std::to_string(meta_.live_keys) +
         " keys); seed only fills an empty fold: choose a new --fold directory");
   }
-  std::string id = options.artifact_id;
-  // The way out of a seed whose artifact was pruned mid-read.
-  const std::string discard_hint =
-      "; to discard the unfinished seed and seed from the latest artifact instead, re-run with "
-      "--discard-unfinished (SeedOptions::discard_unfinished)";
-  const bool discard = unfinished && options.discard_unfinished;
-  if (unfinished && !discard) {
-    if (!id.empty() && id != meta->seeding) {
-      return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
-                                        meta->seeding + ", not " + id +
-                                        "; re-run the seed without naming another artifact" +
-                                        discard_hint);
+  discard_ = unfinished_ && options_.discard_unfinished;
+  // The unfinished seed goes in the first commit of this one, atomically.
+  clear_ = discard_;
+  return Status::OK();
+}
+
+StatusOr<ArtifactManifest> Seed::ChooseArtifact() {
+  id_ = options_.artifact_id;
+  if (unfinished_ && !discard_) {
+    if (!id_.empty() && id_ != meta_.seeding) {
+      return Status::FailedPrecondition(
+          "the fold holds an unfinished seed from artifact " + meta_.seeding + ", not " + id_ +
+          "; re-run the seed without naming another artifact" + kDiscardHint);
     }
-    id = meta->seeding;
+    id_ = meta_.seeding;
   }
-  if (id.empty()) {
-    auto latest = LatestArtifactId(from);
+  if (id_.empty()) {
+    auto latest = LatestArtifactId(from_);
     if (!latest.ok()) return latest.status();
-    id = *latest;
+    id_ = *latest;
   }
-  auto manifest = ReadArtifactManifest(from, id, options.verify);
+  auto manifest = ReadArtifactManifest(from_, id_, options_.verify);
   if (!manifest.ok()) {
-    if (unfinished && !discard && manifest.status().IsNotFound()) {
-      return Status::NotFound("the fold holds an unfinished seed from artifact " + id +
-                              ", which is gone from " + from.location() +
-                              " (pruned while the seed read it?)" + discard_hint);
+    if (unfinished_ && !discard_ && manifest.status().IsNotFound()) {
+      return Status::NotFound("the fold holds an unfinished seed from artifact " + id_ +
+                              ", which is gone from " + from_.location() +
+                              " (pruned while the seed read it?)" + kDiscardHint);
     }
     return manifest.status();
   }
-  const ArtifactManifest& m = *manifest;
   // A fold that already records its bucket takes only that bucket's artifacts.
   const std::string& expected_bucket =
-      options.expected_bucket.empty() ? meta->bucket : options.expected_bucket;
-  if (!expected_bucket.empty() && m.bucket != expected_bucket) {
-    return Status::FailedPrecondition("artifact " + id + " is of bucket " + m.bucket + ", not " +
-                                      expected_bucket);
+      options_.expected_bucket.empty() ? meta_.bucket : options_.expected_bucket;
+  if (!expected_bucket.empty() && manifest->bucket != expected_bucket) {
+    return Status::FailedPrecondition("artifact " + id_ + " is of bucket " + manifest->bucket +
+                                      ", not " + expected_bucket);
   }
-  KVFOLD_RETURN_IF_ERROR(artifact::CheckRestorable(m));
-  // Pass 1: everything verifies, or nothing is written.
-  if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
-    KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
-        from, m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); }, {}));
-  }
+  KVFOLD_RETURN_IF_ERROR(artifact::CheckRestorable(*manifest));
+  return manifest;
+}
 
-  // Pass 2: apply chunk by chunk under the seeding marker.
+Status Seed::CommitPart(const ArtifactManifest& m, FoldCommit* commit) {
+  if (commit->entries.empty() && !commit->clear_entries) return Status::OK();
+  commit->seeding = id_;
+  if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit->cursor = m.cursor;
+  // Artifact keys are distinct and live: into an empty (or just cleared)
+  // fold each is one more live entry, no read needed.
+  if (untouched_ || discard_) {
+    const auto n = static_cast<int64_t>(commit->entries.size());
+    commit->counts = FoldCommit::CountChange{n, n};
+  }
+  KVFOLD_RETURN_IF_ERROR(fold_.Commit(*commit));
+  wrote_ = true;
+  *commit = FoldCommit();
+  return Status::OK();
+}
+
+Status Seed::ApplyChunks(const ArtifactManifest& m) {
   ArtifactProgress progress;
   progress.entries_total = m.entry_count;
   std::string previous;
-  // The unfinished seed goes in the first commit of this one, atomically.
-  bool clear = discard;
-  bool wrote = false;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
+    // Parts of a chunk commit as they fill (the reader verified the whole
+    // chunk before the first record): small commits keep memory flat.
     FoldCommit commit;
-    // Commits a part of the chunk (the reader verified the whole chunk
-    // before the first record): small commits keep the seed's memory flat.
-    auto commit_part = [&]() -> Status {
-      if (commit.entries.empty() && !commit.clear_entries) return Status::OK();
-      commit.seeding = id;
-      if (KVFOLD_MUTANT("seed-cursor-every-commit")) commit.cursor = m.cursor;
-      // Artifact keys are distinct and live: into an empty (or just
-      // cleared) fold each is one more live entry, no read needed.
-      if (untouched || discard) {
-        const auto n = static_cast<int64_t>(commit.entries.size());
-        commit.counts = FoldCommit::CountChange{n, n};
-      }
-      KVFOLD_RETURN_IF_ERROR(fold.Commit(commit));
-      wrote = true;
-      commit = FoldCommit();
-      return Status::OK();
-    };
-    commit.clear_entries = std::exchange(clear, false);
+    commit.clear_entries = std::exchange(clear_, false);
     uint64_t stored = 0;
     Status write_error;
     Status read = artifact::ReadChunk(
-        from, m, i, &previous,
+        from_, m, i, &previous,
         [&](std::string_view key, uint64_t rev, std::string_view value) {
           commit.entries.emplace(std::string(key), Entry{rev, false, std::string(value)});
           if (commit.entries.size() < 8192) return Status::OK();
-          write_error = commit_part();
+          write_error = CommitPart(m, &commit);
           return write_error;
         },
         &stored);
@@ -112,17 +146,21 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
     if (!read.ok()) {
       // Verified a moment ago: the artifact changed under the seed (most
       // likely pruned), and the fold keeps the chunks applied so far.
-      if (!wrote && !discard && !unfinished) return read;  // nothing written yet
-      return read.WithContext("artifact " + id + " changed while seeding from it; the fold " +
-                              "holds an unfinished seed" + discard_hint);
+      if (!wrote_ && !discard_ && !unfinished_) return read;  // nothing written yet
+      return read.WithContext("artifact " + id_ + " changed while seeding from it; the fold " +
+                              "holds an unfinished seed" + kDiscardHint);
     }
-    KVFOLD_RETURN_IF_ERROR(commit_part());
+    KVFOLD_RETURN_IF_ERROR(CommitPart(m, &commit));
     progress.entries_done += m.chunks[i].entry_count;
     progress.bytes_done += stored;
-    if (options.progress) options.progress(progress);
+    if (options_.progress) options_.progress(progress);
   }
+  return Status::OK();
+}
+
+Status Seed::Finish(const ArtifactManifest& m) {
   FoldCommit last;
-  last.clear_entries = clear;  // an artifact without chunks
+  last.clear_entries = clear_;  // an artifact without chunks
   last.cursor = m.cursor;
   last.cursor_time_ns = m.cursor_time_ns;
   if (m.marker_ttl_ns > 0) last.marker_ttl_ns = m.marker_ttl_ns;
@@ -131,8 +169,28 @@ StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptio
   last.stream_created = m.stream_created;
   last.seeding = "";
   if (m.eviction_observed) last.eviction_observed = true;  // the memo is permanent
-  KVFOLD_RETURN_IF_ERROR(fold.Commit(last));
+  return fold_.Commit(last);
+}
+
+StatusOr<ArtifactManifest> Seed::Run() {
+  KVFOLD_RETURN_IF_ERROR(CheckFold());
+  auto manifest = ChooseArtifact();
+  if (!manifest.ok()) return manifest.status();
+  // Pass 1: everything verifies, or nothing is written.
+  if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
+    KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
+        from_, *manifest, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); },
+        {}));
+  }
+  KVFOLD_RETURN_IF_ERROR(ApplyChunks(*manifest));
+  KVFOLD_RETURN_IF_ERROR(Finish(*manifest));
   return manifest;
+}
+
+}  // namespace
+
+StatusOr<ArtifactManifest> SeedFold(Fold& fold, Transport& from, const SeedOptions& options) {
+  return Seed(fold, from, options).Run();
 }
 
 }  // namespace kvfold

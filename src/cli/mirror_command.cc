@@ -116,41 +116,77 @@ class SignalStopper {
   std::thread thread_;
 };
 
-int RunMirror(MirrorFlags& f) {
+// The mirror's flags, parsed and checked before anything is opened.
+struct MirrorPlan {
+  Scope scope;
+  std::optional<std::chrono::milliseconds> every;  // the export period
+  ExpiryRepair repair = ExpiryRepair::kAuto;
+  std::chrono::milliseconds repair_timeout{0};
+  std::chrono::milliseconds reconcile_every{0};
+};
+
+// InvalidArgument (exit 2) naming the flag at fault.
+StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
+  MirrorPlan plan;
   auto scope = Scope::Make(f.scope);
-  if (!scope.ok()) return Report("mirror", scope.status());
-  if (f.batch == 0) {
-    return Report("mirror", Status::InvalidArgument("--batch must be > 0"));
-  }
-  KVFOLD_RETURN_IF_ERROR_EXIT("mirror", ResolveConnectFlags(&f.connect, true));
-  std::optional<std::chrono::milliseconds> every;
+  if (!scope.ok()) return scope.status();
+  plan.scope = *scope;
+  if (f.batch == 0) return Status::InvalidArgument("--batch must be > 0");
+  KVFOLD_RETURN_IF_ERROR(ResolveConnectFlags(&f.connect, true));
   if (f.export_to.empty() != f.export_every.empty()) {
-    return Report("mirror", Status::InvalidArgument("--export-to and --export-every go together"));
+    return Status::InvalidArgument("--export-to and --export-every go together");
   }
   if (!f.export_every.empty()) {
     auto d = ParseDuration(f.export_every);
-    if (!d.ok()) return Report("mirror", d.status().WithContext("--export-every"));
-    every = *d;
+    if (!d.ok()) return d.status().WithContext("--export-every");
+    plan.every = *d;
     if (!f.export_to.starts_with("dir:") && !f.export_to.starts_with("obj:")) {
-      return Report("mirror", Status::InvalidArgument("--export-to must be dir:PATH or obj:BUCKET"));
+      return Status::InvalidArgument("--export-to must be dir:PATH or obj:BUCKET");
     }
   }
   auto repair = ParseExpiryRepair(f.repair);
-  if (!repair.ok()) return Report("mirror", repair.status().WithContext("--repair"));
+  if (!repair.ok()) return repair.status().WithContext("--repair");
+  plan.repair = *repair;
   auto repair_timeout = ParseDuration(f.repair_timeout);
-  if (!repair_timeout.ok()) {
-    return Report("mirror", repair_timeout.status().WithContext("--repair-timeout"));
-  }
-  std::chrono::milliseconds reconcile_every{0};
+  if (!repair_timeout.ok()) return repair_timeout.status().WithContext("--repair-timeout");
+  plan.repair_timeout = *repair_timeout;
   if (!f.reconcile_every.empty()) {
     auto d = ParseDuration(f.reconcile_every);
-    if (!d.ok()) return Report("mirror", d.status().WithContext("--reconcile-every"));
-    reconcile_every = *d;
+    if (!d.ok()) return d.status().WithContext("--reconcile-every");
+    plan.reconcile_every = *d;
   }
   if (f.require_signature && f.trusted_keys.empty()) {
-    return Report("mirror", Status::InvalidArgument("--require-signature needs --trusted-key"));
+    return Status::InvalidArgument("--require-signature needs --trusted-key");
   }
-  if (*repair == ExpiryRepair::kNone) {
+  return plan;
+}
+
+WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::stop_token stop,
+                            ArtifactSource* artifacts) {
+  WatchOptions options;
+  options.scope = plan.scope;
+  options.batch_size = f.batch;
+  options.until_caught_up = f.until_caught_up;
+  options.stop = std::move(stop);
+  options.repair = plan.repair;
+  options.artifacts = artifacts;
+  options.repair_timeout = plan.repair_timeout;
+  options.reconcile_every = plan.reconcile_every;
+  options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
+  if (Log().Enabled(LogLevel::kDebug)) {
+    options.on_applied = [](uint64_t cursor) {
+      Log().Log(LogLevel::kDebug, "committed through " + std::to_string(cursor));
+    };
+  }
+  return options;
+}
+
+int RunMirror(MirrorFlags& f) {
+  auto checked = CheckMirrorFlags(f);
+  if (!checked.ok()) return Report("mirror", checked.status());
+  const MirrorPlan& plan = *checked;
+  const std::optional<std::chrono::milliseconds>& every = plan.every;
+  if (plan.repair == ExpiryRepair::kNone) {
     Log().Warn(
         "--repair none: after a gap, keys deleted or aged out meanwhile may persist in "
         "the fold");
@@ -197,21 +233,7 @@ int RunMirror(MirrorFlags& f) {
   auto fold = OpenRocksFold(f.fold, fold_options);
   if (!fold.ok()) return Report("mirror", fold.status());
 
-  WatchOptions options;
-  options.scope = *scope;
-  options.batch_size = f.batch;
-  options.until_caught_up = f.until_caught_up;
-  options.stop = stopper.token();
-  options.repair = *repair;
-  options.artifacts = artifact_source.get();
-  options.repair_timeout = *repair_timeout;
-  options.reconcile_every = reconcile_every;
-  options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
-  if (Log().Enabled(LogLevel::kDebug)) {
-    options.on_applied = [](uint64_t cursor) {
-      Log().Log(LogLevel::kDebug, "committed through " + std::to_string(cursor));
-    };
-  }
+  WatchOptions options = WatchOptionsOf(f, plan, stopper.token(), artifact_source.get());
   // Counted only when served: a mirror without --metrics-addr pays nothing.
   if (metrics_server) options.metrics = &metrics;
   std::unique_ptr<ScheduledExport> exporter;

@@ -240,44 +240,48 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       return Reset(ResetCause::kServerStatus,
                    "the server sent status " + status + " " + Header(msg, "Description"));
     }
-    const char* reply = natsMsg_GetReply(msg);
-    auto ack = ParseAckReply(reply == nullptr ? "" : reply);
-    if (!ack) {
-      return Status::Corruption(std::string("delivery message has no JetStream "
-                                            "metadata (reply \"") +
-                                (reply ? reply : "") + "\")");
-    }
-    if (ack->consumer_seq != last_consumer_seq_ + 1 && !KVFOLD_MUTANT("delivery-ignore-gap")) {
-      return Reset(ResetCause::kConsumerGap, "consumer sequence jumped from " +
-                                                 std::to_string(last_consumer_seq_) + " to " +
-                                                 std::to_string(ack->consumer_seq));
-    }
-    last_consumer_seq_ = ack->consumer_seq;
-    auto key = KeyOfSubject(config_.bucket, natsMsg_GetSubject(msg));
-    if (!key) {
-      return Status::Corruption(std::string("message subject ") +
-                                natsMsg_GetSubject(msg) + " is not in bucket " +
-                                config_.bucket);
-    }
-    DeliveryEvent ev;
-    ev.kind = DeliveryEvent::Kind::kMessage;
-    ev.message.key = std::string(*key);
-    ev.message.seq = ack->stream_seq;
-    ev.message.pending = ack->pending;
-    ev.message.time_ns = ack->time_ns;
-    const auto op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
-    if (!op) {
-      return Status::Corruption("message " + std::to_string(ack->stream_seq) +
-                                " carries an unknown KV-Operation or marker reason");
-    }
-    ev.message.op = *op;
-    if (*op == Op::kPut) {
-      ev.message.op = Op::kPut;
-      ev.message.value.assign(natsMsg_GetData(msg),
-                              static_cast<size_t>(natsMsg_GetDataLength(msg)));
-    }
-    return ev;
+    return MessageEvent(msg);
   }
+}
+
+// A message of the bucket's stream, checked: JetStream metadata, the next
+// consumer sequence, a subject of the bucket, a known operation.
+StatusOr<DeliveryEvent> OrderedDelivery::MessageEvent(natsMsg* msg) {
+  const char* reply = natsMsg_GetReply(msg);
+  auto ack = ParseAckReply(reply == nullptr ? "" : reply);
+  if (!ack) {
+    return Status::Corruption(std::string("delivery message has no JetStream "
+                                          "metadata (reply \"") +
+                              (reply ? reply : "") + "\")");
+  }
+  if (ack->consumer_seq != last_consumer_seq_ + 1 && !KVFOLD_MUTANT("delivery-ignore-gap")) {
+    return Reset(ResetCause::kConsumerGap, "consumer sequence jumped from " +
+                                               std::to_string(last_consumer_seq_) + " to " +
+                                               std::to_string(ack->consumer_seq));
+  }
+  last_consumer_seq_ = ack->consumer_seq;
+  auto key = KeyOfSubject(config_.bucket, natsMsg_GetSubject(msg));
+  if (!key) {
+    return Status::Corruption(std::string("message subject ") + natsMsg_GetSubject(msg) +
+                              " is not in bucket " + config_.bucket);
+  }
+  DeliveryEvent ev;
+  ev.kind = DeliveryEvent::Kind::kMessage;
+  ev.message.key = std::string(*key);
+  ev.message.seq = ack->stream_seq;
+  ev.message.pending = ack->pending;
+  ev.message.time_ns = ack->time_ns;
+  const auto op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
+  if (!op) {
+    return Status::Corruption("message " + std::to_string(ack->stream_seq) +
+                              " carries an unknown KV-Operation or marker reason");
+  }
+  ev.message.op = *op;
+  if (*op == Op::kPut) {
+    ev.message.op = Op::kPut;
+    ev.message.value.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+  }
+  return ev;
 }
 
 }  // namespace kvfold::nats

@@ -53,6 +53,7 @@ class OrderedDelivery final : public Delivery {
   void Spend(natsMsg* msg);
   void DestroySpent();
   static DeliveryEvent Reset(ResetCause cause, std::string reason);
+  StatusOr<DeliveryEvent> MessageEvent(natsMsg* msg);
   // A fresh inbox and a subscription to it; and their removal.
   Status Subscribe();
   void Unsubscribe();

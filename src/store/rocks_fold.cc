@@ -138,8 +138,7 @@ class RocksFold final : public Fold {
 
   Status Commit(const FoldCommit& commit) override {
     if (options_.read_only) {
-      return Status::FailedPrecondition("fold " + path_ +
-                                        " is open read-only");
+      return Status::FailedPrecondition("fold " + path_ + " is open read-only");
     }
     auto current = ReadMetaAt(rocksdb::ReadOptions());
     if (!current.ok()) return current.status();
@@ -153,94 +152,106 @@ class RocksFold final : public Fold {
       if (!s.ok()) return FromRocks(s, "clearing fold " + path_);
       meta.live_keys = meta.entries = meta.max_revision = 0;
     }
-    if (!commit.entries.empty()) {
-      // The key counts need each key's entry before: one batched read
-      // (keys come sorted), where bloom filters answer for new keys.
-      std::vector<std::string> store_keys;
-      store_keys.reserve(commit.entries.size());
-      for (const auto& kv : commit.entries) store_keys.push_back(store::EntryStoreKey(kv.first));
-      std::vector<rocksdb::Slice> slices(store_keys.begin(), store_keys.end());
-      std::vector<rocksdb::PinnableSlice> before(store_keys.size());
-      std::vector<rocksdb::Status> got(store_keys.size());
-      const bool read_before = !commit.clear_entries && !commit.counts;
-      if (read_before) {
-        db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), slices.size(),
-                      slices.data(), before.data(), got.data(), /*sorted_input=*/true);
-      }
-      size_t i = 0;
-      Entry previous;
-      for (const auto& [key, entry] : commit.entries) {
-        if (read_before) {
-          const rocksdb::Status& g = got[i];
-          if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "reading key " + key);
-          if (g.ok()) {
-            KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
-                std::string_view(before[i].data(), before[i].size()), &previous));
-          }
-          store::CountReplacement(g.ok() ? &previous : nullptr, entry, &meta);
-        } else if (!commit.counts) {
-          store::CountReplacement(nullptr, entry, &meta);  // after a clear every key is new
-        }
-        if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
-          meta.max_revision = std::max(meta.max_revision, entry.revision);
-        }
-        batch.Put(slices[i], store::EncodeEntry(entry));
-        ++i;
-      }
-    }
+    KVFOLD_RETURN_IF_ERROR(PutEntries(commit, &meta, &batch));
     if (commit.counts) KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
-    auto put_meta = [&batch](std::string_view name, const std::string& v) {
-      batch.Put(store::MetaStoreKey(name), v);
-    };
-    // What the merge changed is stored; the rest stays as it is.
-    auto put_or_delete = [&](std::string_view name, bool present, const std::string& v) {
-      if (present) {
-        put_meta(name, v);
-      } else {
-        batch.Delete(store::MetaStoreKey(name));
-      }
-    };
     const bool cursor_moved = meta.cursor != before.cursor;
     if (cursor_moved && KVFOLD_MUTANT("fold-cursor-own-write")) {
       rocksdb::WriteBatch first;  // the planted bug: the cursor ahead of its entries
       first.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
-      rocksdb::WriteOptions wo;
-      wo.sync = options_.sync;
-      auto s = db_->Write(wo, &first);
-      if (!s.ok()) {
-        write_failed_ = true;
-        return FromRocks(s, "committing to fold " + path_);
-      }
+      KVFOLD_RETURN_IF_ERROR(Write(&first, options_.sync));
     } else if (cursor_moved) {
-      put_meta(kCursorName, store::EncodeU64(*meta.cursor));
+      batch.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
     }
+    PutChangedMeta(before, meta, commit.clear_entries || !commit.entries.empty() || commit.counts,
+                   &batch);
+    return Write(&batch, options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync"));
+  }
+
+  // Puts the commit's entries into `batch`, counting them into `meta`:
+  // from the entries they replace, read in one batched read (keys come
+  // sorted; bloom filters answer for new keys), unless the commit brings
+  // its count change or cleared the fold.
+  Status PutEntries(const FoldCommit& commit, FoldMeta* meta, rocksdb::WriteBatch* batch) {
+    if (commit.entries.empty()) return Status::OK();
+    std::vector<std::string> store_keys;
+    store_keys.reserve(commit.entries.size());
+    for (const auto& kv : commit.entries) store_keys.push_back(store::EntryStoreKey(kv.first));
+    std::vector<rocksdb::Slice> slices(store_keys.begin(), store_keys.end());
+    std::vector<rocksdb::PinnableSlice> before(store_keys.size());
+    std::vector<rocksdb::Status> got(store_keys.size());
+    const bool read_before = !commit.clear_entries && !commit.counts;
+    if (read_before) {
+      db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), slices.size(),
+                    slices.data(), before.data(), got.data(), /*sorted_input=*/true);
+    }
+    size_t i = 0;
+    Entry previous;
+    for (const auto& [key, entry] : commit.entries) {
+      if (read_before) {
+        const rocksdb::Status& g = got[i];
+        if (!g.ok() && !g.IsNotFound()) return FromRocks(g, "reading key " + key);
+        if (g.ok()) {
+          KVFOLD_RETURN_IF_ERROR(
+              store::DecodeEntry(std::string_view(before[i].data(), before[i].size()), &previous));
+        }
+        store::CountReplacement(g.ok() ? &previous : nullptr, entry, meta);
+      } else if (!commit.counts) {
+        store::CountReplacement(nullptr, entry, meta);  // after a clear every key is new
+      }
+      if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
+        meta->max_revision = std::max(meta->max_revision, entry.revision);
+      }
+      batch->Put(slices[i], store::EncodeEntry(entry));
+      ++i;
+    }
+    return Status::OK();
+  }
+
+  // Puts what the merge changed into `batch` (the cursor aside); the rest
+  // stays as it is. The counts when `counts_changed`.
+  static void PutChangedMeta(const FoldMeta& before, const FoldMeta& meta, bool counts_changed,
+                             rocksdb::WriteBatch* batch) {
+    auto put = [batch](std::string_view name, const std::string& v) {
+      batch->Put(store::MetaStoreKey(name), v);
+    };
+    auto put_or_delete = [&](std::string_view name, bool present, const std::string& v) {
+      if (present) {
+        put(name, v);
+      } else {
+        batch->Delete(store::MetaStoreKey(name));
+      }
+    };
     if (meta.cursor_time_ns != before.cursor_time_ns) {
       put_or_delete(kCursorTimeName, meta.cursor_time_ns != 0,
                     store::EncodeU64(static_cast<uint64_t>(meta.cursor_time_ns)));
     }
     if (meta.marker_ttl_ns != before.marker_ttl_ns) {
-      put_meta(kMarkerTtlName, store::EncodeU64(static_cast<uint64_t>(meta.marker_ttl_ns)));
+      put(kMarkerTtlName, store::EncodeU64(static_cast<uint64_t>(meta.marker_ttl_ns)));
     }
-    if (meta.bucket != before.bucket) put_meta(kBucketName, meta.bucket);
+    if (meta.bucket != before.bucket) put(kBucketName, meta.bucket);
     if (meta.scope != before.scope && meta.scope) {
-      put_meta(kScopeName, store::EncodeStringList(*meta.scope));
+      put(kScopeName, store::EncodeStringList(*meta.scope));
     }
-    if (meta.stream_created != before.stream_created) put_meta(kCreatedName, meta.stream_created);
+    if (meta.stream_created != before.stream_created) put(kCreatedName, meta.stream_created);
     if (meta.seeding != before.seeding) {
       put_or_delete(kSeedingName, !meta.seeding.empty(), meta.seeding);
     }
     if (meta.eviction_observed != before.eviction_observed) {
       put_or_delete(kEvictionName, meta.eviction_observed, "1");
     }
-    if (meta.last_repair != before.last_repair) put_meta(kLastRepairName, meta.last_repair);
-    if (commit.clear_entries || !commit.entries.empty() || commit.counts) {
-      put_meta(kLiveName, store::EncodeU64(meta.live_keys));
-      put_meta(kEntriesName, store::EncodeU64(meta.entries));
-      put_meta(kMaxRevisionName, store::EncodeU64(meta.max_revision));
+    if (meta.last_repair != before.last_repair) put(kLastRepairName, meta.last_repair);
+    if (counts_changed) {
+      put(kLiveName, store::EncodeU64(meta.live_keys));
+      put(kEntriesName, store::EncodeU64(meta.entries));
+      put(kMaxRevisionName, store::EncodeU64(meta.max_revision));
     }
+  }
+
+  // A failed write marks the fold: no flush on close (see write_failed_).
+  Status Write(rocksdb::WriteBatch* batch, bool sync) {
     rocksdb::WriteOptions wo;
-    wo.sync = options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync");
-    auto s = db_->Write(wo, &batch);
+    wo.sync = sync;
+    auto s = db_->Write(wo, batch);
     if (!s.ok()) {
       write_failed_ = true;
       return FromRocks(s, "committing to fold " + path_);
