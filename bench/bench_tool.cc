@@ -174,8 +174,9 @@ int Naive(const Args& a) {
     if (e == nullptr) break;  // the initial values are all delivered
     const char* key = kvEntry_Key(e);
     if (kvEntry_Operation(e) == kvOp_Put) {
-      db->Put(wo, key, rocksdb::Slice(static_cast<const char*>(kvEntry_Value(e)),
-                                      static_cast<size_t>(kvEntry_ValueLen(e))));
+      db->Put(wo, key,
+              rocksdb::Slice(static_cast<const char*>(kvEntry_Value(e)),
+                             static_cast<size_t>(kvEntry_ValueLen(e))));
     } else {
       db->Delete(wo, key);
     }
@@ -267,8 +268,8 @@ int Latency(const Args& a) {
   auto pct = [&](double p) {
     return micros[std::min(micros.size() - 1, static_cast<size_t>(p * micros.size()))];
   };
-  std::printf("latency rate=%lld n=%zu p50_us=%.0f p99_us=%.0f\n", rate, micros.size(),
-              pct(0.50), pct(0.99));
+  std::printf("latency rate=%lld n=%zu p50_us=%.0f p99_us=%.0f\n", rate, micros.size(), pct(0.50),
+              pct(0.99));
   return 0;
 }
 

@@ -44,8 +44,12 @@ void BM_RocksCommit(benchmark::State& state) {
 }
 BENCHMARK(BM_RocksCommit)
     ->ArgNames({"batch", "sync"})
-    ->Args({1, 1})->Args({100, 1})->Args({1000, 1})
-    ->Args({1, 0})->Args({100, 0})->Args({1000, 0})
+    ->Args({1, 1})
+    ->Args({100, 1})
+    ->Args({1000, 1})
+    ->Args({1, 0})
+    ->Args({100, 0})
+    ->Args({1000, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -23,8 +23,10 @@ int main(int argc, char** argv) {
   options.scope = *kvfold::Scope::Make({"config."});
   options.until_caught_up = true;  // drop this to follow forever
   options.apply = [&view](const kvfold::Change& c) {
-    if (c.op == kvfold::Op::kPut) view[std::string(c.key)] = std::string(c.value);
-    else view.erase(std::string(c.key));
+    if (c.op == kvfold::Op::kPut)
+      view[std::string(c.key)] = std::string(c.value);
+    else
+      view.erase(std::string(c.key));
     return kvfold::Status::OK();
   };
   kvfold::Status s = kvfold::Watch(**bucket, **fold, options);

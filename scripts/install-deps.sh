@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config clang-format
   libnats-dev librocksdb-dev libzstd-dev
   libprotobuf-dev protobuf-compiler libssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev

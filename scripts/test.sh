@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: installs dependencies, builds, runs
-# the unit + simulation tests and the live tests (each live test starts its
-# own nats-server, or a 3-node cluster, on free loopback ports), the process
+# The whole test suite, as CI runs it: installs dependencies, checks the
+# formatting (scripts/format.sh), builds, runs the unit + simulation tests
+# and the live tests (each live test starts its own nats-server, or a
+# 3-node cluster, on free loopback ports), the process
 # kill campaign, the fault-schedule simulation and the exhaustive model;
 # compiles a Release shared build with warnings as errors and checks the
 # installed package; builds with ASan+UBSan (Debug) and with TSan and runs
@@ -18,8 +19,9 @@ start=$(date +%s)
 # Marks the end of a step with the minutes and seconds since the start.
 step() { local t=$(( $(date +%s) - start )); printf 'test.sh: [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
 
+scripts/format.sh --check
 scripts/build.sh build
-step "build"
+step "format check and build"
 (cd build && ctest --output-on-failure -L 'unit|live')
 step "plain unit + live tests (nats-server $(nats-server --version | sed 's/.*v//'))"
 # The server matrix: the live tier again on the newest nats-server of

@@ -2,8 +2,9 @@
 // (each case a specific error and the target fold untouched), signatures,
 // the forward-only pointer, and a seed killed at every commit.
 
-#include <gtest/gtest.h>
+#include "kvfold/artifact.h"
 
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
@@ -20,10 +21,9 @@
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
 #include "core/pointer_rule.h"
-#include "kvfold/artifact.h"
-#include "sim/fault_fold.h"
 #include "fold_view.h"
 #include "pointer_race.h"
+#include "sim/fault_fold.h"
 #include "test_dir.h"
 
 namespace kvfold {
@@ -37,8 +37,8 @@ std::unique_ptr<Fold> SourceFold(int keys, std::vector<std::string> scope = {""}
   FoldCommit c;
   for (int i = 0; i < keys; ++i) {
     const std::string prefix = scope[i % scope.size()];
-    c.entries[prefix + "k" + std::to_string(1000 + i)] =
-        Entry{static_cast<uint64_t>(i + 1), i % 7 == 3, i % 7 == 3 ? "" : "value-" + std::to_string(i)};
+    c.entries[prefix + "k" + std::to_string(1000 + i)] = Entry{
+        static_cast<uint64_t>(i + 1), i % 7 == 3, i % 7 == 3 ? "" : "value-" + std::to_string(i)};
   }
   c.cursor = keys + 5;
   c.bucket = "cfg";
@@ -51,7 +51,6 @@ std::unique_ptr<Fold> SourceFold(int keys, std::vector<std::string> scope = {""}
 void WriteFile(const std::string& path, std::string_view bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
-
 
 // Writes an Ed25519 key pair as PEM files; returns {private, public}.
 std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const std::string& name) {
@@ -101,7 +100,8 @@ class ArtifactTest : public ::testing::Test {
   void RewriteManifest(const std::string& id, const std::function<void(wire::Manifest*)>& edit) {
     wire::ManifestEnvelope env;
     wire::Manifest m;
-    ASSERT_TRUE(artifact::DecodeManifestFrame(ReadWholeFile(Path(id + "/manifest")), "m", &env, &m).ok());
+    ASSERT_TRUE(
+        artifact::DecodeManifestFrame(ReadWholeFile(Path(id + "/manifest")), "m", &env, &m).ok());
     edit(&m);
     env.set_manifest(m.SerializeAsString());
     WriteFile(Path(id + "/manifest"), artifact::EncodeManifestFrame(env));
@@ -118,7 +118,10 @@ TEST(ChunkRecordTest, HandWrittenRecordsAreTheProtobufEncoding) {
   const std::string long_value(300, 'x');  // two-byte length varints
   const std::string long_key(200, 'k');
   for (auto [key, rev, value] : std::vector<std::tuple<std::string, uint64_t, std::string>>{
-           {"a", 1, "v"}, {"a.b", 0, ""}, {long_key, 1ull << 40, long_value}, {"t", 127, ""},
+           {"a", 1, "v"},
+           {"a.b", 0, ""},
+           {long_key, 1ull << 40, long_value},
+           {"t", 127, ""},
            {"u", 128, std::string(1, '\0')}}) {
     std::string mine;
     artifact::AppendRecord(&mine, key, rev, value);
@@ -155,11 +158,19 @@ TEST(ChunkRecordTest, HandParserNeverDisagreesWithProtobuf) {
     const int mutations = round % 4;  // a quarter stay valid
     for (int i = 0; i < mutations && !body.empty(); ++i) {
       switch (rng() % 4) {
-        case 0: body[rng() % body.size()] ^= static_cast<char>(1u << (rng() % 8)); break;
-        case 1: body.resize(rng() % body.size()); break;
-        case 2: body.insert(body.begin() + static_cast<long>(rng() % (body.size() + 1)),
-                            static_cast<char>(rng())); break;
-        default: body[rng() % body.size()] = static_cast<char>(rng()); break;
+        case 0:
+          body[rng() % body.size()] ^= static_cast<char>(1u << (rng() % 8));
+          break;
+        case 1:
+          body.resize(rng() % body.size());
+          break;
+        case 2:
+          body.insert(body.begin() + static_cast<long>(rng() % (body.size() + 1)),
+                      static_cast<char>(rng()));
+          break;
+        default:
+          body[rng() % body.size()] = static_cast<char>(rng());
+          break;
       }
     }
     std::string_view key, value;
@@ -181,7 +192,7 @@ TEST(ChunkRecordTest, HandParserNeverDisagreesWithProtobuf) {
   EXPECT_GT(accepted, 5000);
   // Over-long tag and length varints (6 bytes) are refused by both.
   for (const std::string& body : {std::string("\x8a\x80\x80\x80\x80\x00\x01k", 8),
-                                 std::string("\x0a\x81\x80\x80\x80\x80\x00k", 8)}) {
+                                  std::string("\x0a\x81\x80\x80\x80\x80\x00k", 8)}) {
     std::string_view key, value;
     uint64_t rev = 0;
     wire::ChunkRecord theirs;
@@ -268,8 +279,8 @@ TEST_F(ArtifactTest, FlippedByteInAChunk) {
 TEST_F(ArtifactTest, MissingChunk) {
   ArtifactManifest m = Export();
   fs::remove(Path(m.chunks.back().name));
-  ExpectSeedRefused("chunk " + std::to_string(m.chunks.size() - 1) + " (" +
-                    m.chunks.back().name + ") of artifact " + m.artifact_id + " is missing");
+  ExpectSeedRefused("chunk " + std::to_string(m.chunks.size() - 1) + " (" + m.chunks.back().name +
+                    ") of artifact " + m.artifact_id + " is missing");
 }
 
 // Every single flipped byte of a (small) manifest is caught, with an error
@@ -310,8 +321,9 @@ TEST_F(ArtifactTest, UnknownNewerSchemaNamesBothVersions) {
     pm->set_schema_version(7);
     pm->set_min_reader_version(5);
   });
-  ExpectSeedRefused("has schema version 7 and needs a reader of schema 5 or newer; this kvfold "
-                    "reads schema 1");
+  ExpectSeedRefused(
+      "has schema version 7 and needs a reader of schema 5 or newer; this kvfold "
+      "reads schema 1");
 }
 
 TEST_F(ArtifactTest, MissingScopeIsRefused) {
@@ -400,8 +412,8 @@ TEST_F(ArtifactTest, UnsignedWhenRequired) {
 }
 
 TEST_F(ArtifactTest, TraversalNamesAreRefused) {
-  for (const char* name : {"../escape", "a/../../etc/passwd", "/abs", "a//b", ".", "a/./b",
-                           "bad name", "a\\b"}) {
+  for (const char* name :
+       {"../escape", "a/../../etc/passwd", "/abs", "a//b", ".", "a/./b", "bad name", "a\\b"}) {
     EXPECT_TRUE(to_->Put(name, "x").IsInvalidArgument()) << name;
     EXPECT_TRUE(to_->Get(name).status().IsInvalidArgument()) << name;
   }
@@ -411,7 +423,8 @@ TEST_F(ArtifactTest, TraversalNamesAreRefused) {
   ExpectSeedRefused("path traversal", o);
   // A manifest that points a chunk outside its artifact is refused too.
   ArtifactManifest m = Export();
-  RewriteManifest(m.artifact_id, [](wire::Manifest* pm) { pm->mutable_chunks(0)->set_name("../x"); });
+  RewriteManifest(m.artifact_id,
+                  [](wire::Manifest* pm) { pm->mutable_chunks(0)->set_name("../x"); });
   ExpectSeedRefused("outside the artifact");
 }
 
@@ -580,7 +593,7 @@ TEST_F(ArtifactTest, LargeValuesNeverMakeAChunkReadersRefuse) {
       << refused.status().ToString();
   EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
   EXPECT_EQ(*to_->List(), (std::vector<std::string>{m->chunks[0].name, m->chunks[1].name,
-                                                     m->artifact_id + "/manifest"}));
+                                                    m->artifact_id + "/manifest"}));
 }
 
 // A prune on another node removed the artifact a seed was reading: the
@@ -652,9 +665,10 @@ TEST_F(ArtifactTest, SeedWhoseArtifactVanishedCanBeDiscardedForTheLatest) {
 }
 
 TEST(ChunkCodecTest, RecordBytesIsWhatAppendRecordAdds) {
-  for (const auto& [key, rev, value] :
-       std::vector<std::tuple<std::string, uint64_t, std::string>>{
-           {"a", 1, "x"}, {"k", 0, ""}, {std::string(200, 'k'), uint64_t{1} << 40, ""},
+  for (const auto& [key, rev, value] : std::vector<std::tuple<std::string, uint64_t, std::string>>{
+           {"a", 1, "x"},
+           {"k", 0, ""},
+           {std::string(200, 'k'), uint64_t{1} << 40, ""},
            {"b", 300, std::string(70000, 'v')}}) {
     std::string raw;
     artifact::AppendRecord(&raw, key, rev, value);
@@ -667,17 +681,19 @@ TEST(ChunkCodecTest, RecordsRoundTripAndDamageIsCaught) {
   artifact::AppendRecord(&raw, "a", 1, "x");
   artifact::AppendRecord(&raw, "b", 2, std::string(300, 'y'));
   std::vector<std::string> keys;
-  ASSERT_TRUE(artifact::ForEachRecord(raw, "c", [&](std::string_view k, uint64_t, std::string_view) {
-    keys.emplace_back(k);
-    return Status::OK();
-  }).ok());
+  ASSERT_TRUE(
+      artifact::ForEachRecord(raw, "c", [&](std::string_view k, uint64_t, std::string_view) {
+        keys.emplace_back(k);
+        return Status::OK();
+      }).ok());
   EXPECT_EQ(keys, (std::vector<std::string>{"a", "b"}));
   auto none = [](std::string_view, uint64_t, std::string_view) { return Status::OK(); };
   EXPECT_TRUE(artifact::ForEachRecord(raw.substr(0, raw.size() - 1), "c", none).IsCorruption());
   const std::string z = artifact::Compress(raw);
   EXPECT_EQ(*artifact::Decompress(z, raw.size(), "c"), raw);
   EXPECT_TRUE(artifact::Decompress(z, raw.size() + 1, "c").status().IsCorruption());
-  EXPECT_TRUE(artifact::Decompress(z.substr(0, z.size() - 3), raw.size(), "c").status().IsCorruption());
+  EXPECT_TRUE(
+      artifact::Decompress(z.substr(0, z.size() - 3), raw.size(), "c").status().IsCorruption());
   EXPECT_TRUE(artifact::Decompress(z, uint64_t{1} << 40, "c").status().IsCorruption());
 }
 

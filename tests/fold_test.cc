@@ -1,14 +1,14 @@
 // The fold contract, run against both backends, plus RocksDB specifics.
 
+#include "kvfold/fold.h"
+
 #include <gtest/gtest.h>
+#include <rocksdb/db.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
-#include <rocksdb/db.h>
-
-#include "kvfold/fold.h"
 #include "store/record_codec.h"
 #include "test_dir.h"
 
@@ -29,13 +29,15 @@ class FoldContractTest : public ::testing::TestWithParam<Backend> {
     }
   }
 
-  std::vector<std::pair<std::string, Entry>> ScanAll(const std::string& prefix,
-                                                     bool tombstones) {
+  std::vector<std::pair<std::string, Entry>> ScanAll(const std::string& prefix, bool tombstones) {
     std::vector<std::pair<std::string, Entry>> out;
-    EXPECT_TRUE(fold_->Scan(prefix, tombstones, [&](std::string_view k, const Entry& e) {
-      out.emplace_back(std::string(k), e);
-      return true;
-    }).ok());
+    EXPECT_TRUE(fold_
+                    ->Scan(prefix, tombstones,
+                           [&](std::string_view k, const Entry& e) {
+                             out.emplace_back(std::string(k), e);
+                             return true;
+                           })
+                    .ok());
     return out;
   }
 
@@ -201,8 +203,8 @@ TEST_P(FoldContractTest, StatedCountChangeIsApplied) {
   c1.counts = FoldCommit::CountChange{2, 2};
   ASSERT_TRUE(fold_->Commit(c1).ok());
   FoldCommit c2;
-  c2.entries["a"] = Entry{3, true, ""};       // live -> tombstone
-  c2.entries["c"] = Entry{4, false, "x"};     // new
+  c2.entries["a"] = Entry{3, true, ""};    // live -> tombstone
+  c2.entries["c"] = Entry{4, false, "x"};  // new
   c2.counts = FoldCommit::CountChange{0, 1};
   ASSERT_TRUE(fold_->Commit(c2).ok());
   auto m = fold_->ReadMeta();
@@ -257,9 +259,11 @@ TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision"),
-                        std::string(8, '\0')).ok());
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-1").ok());
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision"), std::string(8, '\0'))
+            .ok());
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-1").ok());
   }
   {
     FoldOptions ro;

@@ -24,13 +24,14 @@ inline std::map<std::string, Entry> LiveEntries(Fold& fold) {
 inline std::string Picture(Fold& fold) {
   std::string out;
   fold.Scan("", true, [&](std::string_view k, const Entry& e) {
-    out += std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D" : "=") + e.value + ";";
+    out +=
+        std::string(k) + "@" + std::to_string(e.revision) + (e.deleted ? "D" : "=") + e.value + ";";
     return true;
   });
   auto m = fold.ReadMeta();
   if (!m.ok()) return out + " meta: " + m.status().ToString();
-  return out + " cursor=" + (m->cursor ? std::to_string(*m->cursor) : "none") + " bucket=" +
-         m->bucket + " created=" + m->stream_created + " seeding=" + m->seeding;
+  return out + " cursor=" + (m->cursor ? std::to_string(*m->cursor) : "none") +
+         " bucket=" + m->bucket + " created=" + m->stream_created + " seeding=" + m->seeding;
 }
 
 }  // namespace kvfold

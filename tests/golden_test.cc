@@ -14,7 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 TEST(GoldenTest, SchemaV1DecodesExactly) {
   const std::string dir = std::string(KVFOLD_GOLDEN_DIR) + "/v1";
   ASSERT_TRUE(fs::exists(dir + "/" + golden::kV1Id + "/manifest")) << dir;
@@ -69,7 +68,8 @@ TEST(GoldenTest, TodaysExportIsByteIdentical) {
   size_t compared = 0;
   for (const auto& entry : fs::directory_iterator(golden_dir)) {
     const auto name = entry.path().filename();
-    EXPECT_EQ(ReadWholeFile(entry.path().string()), ReadWholeFile((fresh_dir / name).string())) << name << " changed";
+    EXPECT_EQ(ReadWholeFile(entry.path().string()), ReadWholeFile((fresh_dir / name).string()))
+        << name << " changed";
     ++compared;
   }
   EXPECT_EQ(compared, m->chunks.size() + 1);

@@ -13,20 +13,16 @@ TEST(KvSubjectsTest, KeyOfSubject) {
 
 TEST(KvSubjectsTest, ScopeFiltersCoverEveryKeyInScope) {
   EXPECT_EQ(ScopeFilters("b", Scope()), (std::vector<std::string>{"$KV.b.>"}));
-  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a."})),
-            (std::vector<std::string>{"$KV.b.a.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a."})), (std::vector<std::string>{"$KV.b.a.>"}));
   // "a.us" cannot be a subject filter: only "a." is a whole token.
-  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.us"})),
-            (std::vector<std::string>{"$KV.b.a.>"}));
-  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"user"})),
-            (std::vector<std::string>{"$KV.b.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.us"})), (std::vector<std::string>{"$KV.b.a.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"user"})), (std::vector<std::string>{"$KV.b.>"}));
   EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "c.d."})),
             (std::vector<std::string>{"$KV.b.a.>", "$KV.b.c.d.>"}));
   // Overlapping filters would be refused by the server: the wider one wins.
   EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.x", "a.b."})),
             (std::vector<std::string>{"$KV.b.a.>"}));
-  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "user"})),
-            (std::vector<std::string>{"$KV.b.>"}));
+  EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.", "user"})), (std::vector<std::string>{"$KV.b.>"}));
   // The covering filter may sort after the covered one ('1' < '>').
   EXPECT_EQ(ScopeFilters("b", *Scope::Make({"a.1.x", "a.c"})),
             (std::vector<std::string>{"$KV.b.a.>"}));

@@ -100,8 +100,10 @@ TEST(ParserRobustnessTest, Pointer) {
 TEST(ParserRobustnessTest, ObjectMeta) {
   std::vector<std::string> seeds = {
       R"({"name":"LATEST","bucket":"b","nuid":"N","size":10,"chunks":1,"digest":"SHA-256=x"})",
-      R"({"nuid":"N","deleted":"yes"})", R"({"nuid":"N","size":"10"})",
-      R"({"nuid":"N","chunks":-1})",     R"({"nuid":1})",
+      R"({"nuid":"N","deleted":"yes"})",
+      R"({"nuid":"N","size":"10"})",
+      R"({"nuid":"N","chunks":-1})",
+      R"({"nuid":1})",
       R"({"nuid":"N","digest":{}})"};
   seeds.insert(seeds.end(), kWrongShapes.begin(), kWrongShapes.end());
   Hammer(seeds, fuzz::ObjectMeta);
@@ -131,9 +133,9 @@ TEST(ParserRobustnessTest, WrongTypedJsonIsCorruption) {
     EXPECT_TRUE(artifact::ParseObjectMeta(meta, "t").status().IsCorruption()) << meta;
   }
   EXPECT_TRUE(artifact::ParseObjectMeta(R"({"nuid":"N","size":3,"chunks":1})", "t").ok());
-  for (const char* lease : {R"({"holder":1,"expires_unix_ms":5})",
-                            R"({"holder":"h","expires_unix_ms":"soon"})", R"({"holder":"h"})",
-                            R"({"holder":"h","expires_unix_ms":18446744073709551615})"}) {
+  for (const char* lease :
+       {R"({"holder":1,"expires_unix_ms":5})", R"({"holder":"h","expires_unix_ms":"soon"})",
+        R"({"holder":"h"})", R"({"holder":"h","expires_unix_ms":18446744073709551615})"}) {
     EXPECT_TRUE(nats::DecodeLeaseRecord(lease, "t").status().IsCorruption()) << lease;
   }
   auto lease = nats::DecodeLeaseRecord(nats::EncodeLeaseRecord({"h", 42}), "t");

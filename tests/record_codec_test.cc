@@ -6,8 +6,8 @@ namespace kvfold::store {
 namespace {
 
 TEST(RecordCodecTest, EntryRoundTrips) {
-  for (const Entry& e : {Entry{1, false, "v"}, Entry{UINT64_MAX, false, ""},
-                         Entry{42, true, ""}, Entry{7, false, std::string("\0\xff", 2)}}) {
+  for (const Entry& e : {Entry{1, false, "v"}, Entry{UINT64_MAX, false, ""}, Entry{42, true, ""},
+                         Entry{7, false, std::string("\0\xff", 2)}}) {
     Entry out;
     ASSERT_TRUE(DecodeEntry(EncodeEntry(e), &out).ok());
     EXPECT_EQ(out, e);
@@ -16,7 +16,9 @@ TEST(RecordCodecTest, EntryRoundTrips) {
 
 TEST(RecordCodecTest, EntryLayoutIsStable) {
   EXPECT_EQ(EncodeEntry(Entry{0x0102, false, "ab"}),
-            std::string("\x00\x00\x00\x00\x00\x00\x00\x01\x02" "ab", 11));
+            std::string("\x00\x00\x00\x00\x00\x00\x00\x01\x02"
+                        "ab",
+                        11));
   EXPECT_EQ(EncodeEntry(Entry{1, true, ""}),
             std::string("\x01\x00\x00\x00\x00\x00\x00\x00\x01", 9));
 }
@@ -24,12 +26,24 @@ TEST(RecordCodecTest, EntryLayoutIsStable) {
 TEST(RecordCodecTest, BadRecordsAreCorruption) {
   Entry out;
   EXPECT_TRUE(DecodeEntry("short", &out).IsCorruption());
-  EXPECT_TRUE(DecodeEntry(std::string("\x07" "12345678", 9), &out).IsCorruption());
-  EXPECT_TRUE(DecodeEntry(std::string("\x01" "12345678x", 10), &out).IsCorruption());
+  EXPECT_TRUE(DecodeEntry(std::string("\x07"
+                                      "12345678",
+                                      9),
+                          &out)
+                  .IsCorruption());
+  EXPECT_TRUE(DecodeEntry(std::string("\x01"
+                                      "12345678x",
+                                      10),
+                          &out)
+                  .IsCorruption());
   uint64_t v;
   EXPECT_TRUE(DecodeU64("1234567", &v).IsCorruption());
   std::vector<std::string> list;
-  EXPECT_TRUE(DecodeStringList(std::string("\x00\x00\x00\x05" "ab", 6), &list).IsCorruption());
+  EXPECT_TRUE(DecodeStringList(std::string("\x00\x00\x00\x05"
+                                           "ab",
+                                           6),
+                               &list)
+                  .IsCorruption());
   EXPECT_TRUE(DecodeStringList(std::string("\x00\x00", 2), &list).IsCorruption());
 }
 

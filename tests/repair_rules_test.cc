@@ -92,8 +92,7 @@ TEST(CheckRestoreTest, EveryCondition) {
   // (b) strictly ahead
   EXPECT_NE(CheckRestore(Manifest(100), t).message().find("stale"), std::string::npos);
   // (c) inside retention
-  EXPECT_NE(CheckRestore(Manifest(148), t).message().find("outside retention"),
-            std::string::npos);
+  EXPECT_NE(CheckRestore(Manifest(148), t).message().find("outside retention"), std::string::npos);
   // (a) scope covers
   RestoreTarget narrow = t;
   narrow.scope = *Scope::Make({"a.", "b."});

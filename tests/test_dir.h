@@ -15,8 +15,7 @@ namespace kvfold {
 class TestDir {
  public:
   TestDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "kvfold-test-XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kvfold-test-XXXXXX").string();
     path_ = mkdtemp(tmpl.data());
   }
   ~TestDir() {

@@ -107,8 +107,7 @@ struct ExportOptions {
 // then left for prune). Keys an artifact cannot hold are skipped (see
 // ExportOptions::skipped_key). InvalidArgument when one value is too large
 // for any chunk (64 MiB raw): nothing is published then.
-StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to,
-                                          const ExportOptions& options);
+StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const ExportOptions& options);
 
 struct VerifyOptions {
   // PEM files with trusted Ed25519 public keys. When any is given, the
@@ -132,8 +131,8 @@ StatusOr<std::string> LatestArtifactId(Transport& from);
 
 // Checks the manifest and every chunk (size, SHA-256, decompression, record
 // order, key bounds, counts, scope). OK only when everything holds.
-Status VerifyArtifact(Transport& from, const std::string& artifact_id,
-                      const VerifyOptions& options, const ArtifactProgressFn& progress = {});
+Status VerifyArtifact(Transport& from, const std::string& artifact_id, const VerifyOptions& options,
+                      const ArtifactProgressFn& progress = {});
 
 // Every artifact with a readable manifest, oldest cursor first; unreadable
 // ones are reported in *unreadable (id: reason) when it is not null.

@@ -36,7 +36,7 @@ struct StreamState {
   int64_t max_msgs = -1;
   int64_t max_bytes = -1;
   int64_t max_age_ns = 0;
-  int64_t history = 1;     // max_msgs_per_subject
+  int64_t history = 1;  // max_msgs_per_subject
   bool discard_new = false;
   bool allow_msg_ttl = false;
   // nats-server 2.11+: how long a limit marker (written when an expiry
@@ -52,7 +52,7 @@ struct BucketMessage {
   std::string key;
   Op op = Op::kPut;
   std::string value;
-  uint64_t seq = 0;      // stream sequence = the entry's revision
+  uint64_t seq = 0;  // stream sequence = the entry's revision
   // What the consumer said it still had to deliver after this. A hint only:
   // nats-server 2.10+ updates it asynchronously and a clustered consumer
   // may lag, so nothing that decides the cursor may rest on it.
@@ -148,10 +148,9 @@ class BucketSource {
   // a put, headers only, in no particular order, then returns in *last_seq
   // the stream's last sequence read *before* the listing began: every
   // message at or below it is reflected in the listing.
-  virtual Status ListKeys(
-      const Scope& scope,
-      const std::function<Status(std::string_view key, uint64_t revision)>& fn,
-      uint64_t* last_seq) = 0;
+  virtual Status ListKeys(const Scope& scope,
+                          const std::function<Status(std::string_view key, uint64_t revision)>& fn,
+                          uint64_t* last_seq) = 0;
 };
 
 }  // namespace kvfold

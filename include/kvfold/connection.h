@@ -38,8 +38,8 @@ struct ConnectOptions {
 // reconnects forever; deliveries it opens report a reset after a reconnect.
 // Fails with InvalidArgument for a bad bucket name or option, Unavailable
 // when the server cannot be reached, NotFound when the bucket does not exist.
-StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(
-    const ConnectOptions& options, const std::string& bucket);
+StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& options,
+                                                       const std::string& bucket);
 
 // OK when `bucket` is a valid bucket name ([-_a-zA-Z0-9]+).
 Status ValidateBucketName(const std::string& bucket);

@@ -41,12 +41,12 @@ struct Entry {
 
 // The fold's metadata. Fields are unset until the first mirror records them.
 struct FoldMeta {
-  std::optional<uint64_t> cursor;        // applied through this sequence
-  std::string bucket;                    // "" until recorded
+  std::optional<uint64_t> cursor;                 // applied through this sequence
+  std::string bucket;                             // "" until recorded
   std::optional<std::vector<std::string>> scope;  // disjoint prefixes
-  std::string stream_created;            // stream identity (creation time)
-  uint64_t live_keys = 0;                // entries that are not tombstones
-  uint64_t entries = 0;                  // live keys + tombstones
+  std::string stream_created;                     // stream identity (creation time)
+  uint64_t live_keys = 0;                         // entries that are not tombstones
+  uint64_t entries = 0;                           // live keys + tombstones
   // Set while a seed is applying artifact chunks (entries without a cursor
   // yet): the artifact id, so a re-run can finish the same seed.
   std::string seeding;
@@ -147,15 +147,13 @@ class Fold {
   // Calls fn for every entry whose key starts with `prefix`, in key byte
   // order, over one consistent view. Tombstones are included only when
   // `include_tombstones`. Iteration stops early when fn returns false.
-  virtual Status Scan(
-      std::string_view prefix, bool include_tombstones,
-      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
+  virtual Status Scan(std::string_view prefix, bool include_tombstones,
+                      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
 
   // As Scan, over every entry whose key is >= `start_key` (all keys when
   // it is ""). Repair walks a fold in key order with it, page by page.
-  virtual Status ScanFrom(
-      std::string_view start_key, bool include_tombstones,
-      const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
+  virtual Status ScanFrom(std::string_view start_key, bool include_tombstones,
+                          const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
 
   // The metadata as of the last commit.
   virtual StatusOr<FoldMeta> ReadMeta() = 0;

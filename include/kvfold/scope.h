@@ -48,13 +48,10 @@ class Scope {
   // "[a., b.]" or "[<whole bucket>]", for messages.
   std::string ToString() const;
 
-  friend bool operator==(const Scope& a, const Scope& b) {
-    return a.prefixes_ == b.prefixes_;
-  }
+  friend bool operator==(const Scope& a, const Scope& b) { return a.prefixes_ == b.prefixes_; }
 
  private:
-  explicit Scope(std::vector<std::string> prefixes)
-      : prefixes_(std::move(prefixes)) {}
+  explicit Scope(std::vector<std::string> prefixes) : prefixes_(std::move(prefixes)) {}
 
   std::vector<std::string> prefixes_;
 };

@@ -36,28 +36,16 @@ class Status {
 
   static Status OK() { return Status(); }
   static Status NotFound(std::string_view msg) { return {Code::kNotFound, msg}; }
-  static Status InvalidArgument(std::string_view msg) {
-    return {Code::kInvalidArgument, msg};
-  }
+  static Status InvalidArgument(std::string_view msg) { return {Code::kInvalidArgument, msg}; }
   static Status FailedPrecondition(std::string_view msg) {
     return {Code::kFailedPrecondition, msg};
   }
-  static Status Corruption(std::string_view msg) {
-    return {Code::kCorruption, msg};
-  }
+  static Status Corruption(std::string_view msg) { return {Code::kCorruption, msg}; }
   static Status IOError(std::string_view msg) { return {Code::kIOError, msg}; }
-  static Status Unavailable(std::string_view msg) {
-    return {Code::kUnavailable, msg};
-  }
-  static Status CursorExpired(std::string_view msg) {
-    return {Code::kCursorExpired, msg};
-  }
-  static Status Cancelled(std::string_view msg) {
-    return {Code::kCancelled, msg};
-  }
-  static Status AlreadyExists(std::string_view msg) {
-    return {Code::kAlreadyExists, msg};
-  }
+  static Status Unavailable(std::string_view msg) { return {Code::kUnavailable, msg}; }
+  static Status CursorExpired(std::string_view msg) { return {Code::kCursorExpired, msg}; }
+  static Status Cancelled(std::string_view msg) { return {Code::kCancelled, msg}; }
+  static Status AlreadyExists(std::string_view msg) { return {Code::kAlreadyExists, msg}; }
   static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
@@ -66,9 +54,7 @@ class Status {
 
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
-  bool IsFailedPrecondition() const {
-    return code_ == Code::kFailedPrecondition;
-  }
+  bool IsFailedPrecondition() const { return code_ == Code::kFailedPrecondition; }
   bool IsCorruption() const { return code_ == Code::kCorruption; }
   bool IsIOError() const { return code_ == Code::kIOError; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
@@ -121,9 +107,9 @@ class StatusOr {
 }  // namespace kvfold
 
 // Propagates a non-OK Status to the caller.
-#define KVFOLD_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::kvfold::Status kvfold_status_ = (expr); \
+#define KVFOLD_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::kvfold::Status kvfold_status_ = (expr);        \
     if (!kvfold_status_.ok()) return kvfold_status_; \
   } while (0)
 

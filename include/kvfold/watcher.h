@@ -143,8 +143,8 @@ struct WatchOptions {
 // Runs the watch described above. Returns OK when stopped or caught up;
 // CursorExpired when a needed repair was refused or found no usable
 // artifact in time (the message names the choices); FailedPrecondition when
-// the fold belongs to another bucket or scope; the store's error after max_commit_failures; the apply hook's
-// error. `source` and `fold` are not owned and must outlive the call.
+// the fold belongs to another bucket or scope; the store's error after max_commit_failures; the
+// apply hook's error. `source` and `fold` are not owned and must outlive the call.
 Status Watch(BucketSource& source, Fold& fold, const WatchOptions& options);
 
 }  // namespace kvfold

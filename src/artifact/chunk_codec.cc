@@ -139,8 +139,9 @@ bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* re
   return true;
 }
 
-Status ForEachRecord(std::string_view raw, const std::string& what,
-                     const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) {
+Status ForEachRecord(
+    std::string_view raw, const std::string& what,
+    const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) {
   uint64_t index = 0;
   while (!raw.empty()) {
     uint64_t n = 0;

@@ -9,8 +9,8 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <system_error>
 #include <random>
+#include <system_error>
 
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
@@ -231,7 +231,8 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
     KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(
-        *pointer, ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created}));
+        *pointer,
+        ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created}));
   }
   ArtifactManifest m = ManifestOf(meta, options);
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(m.artifact_id).WithContext("artifact id"));

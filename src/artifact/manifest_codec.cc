@@ -11,7 +11,8 @@ std::string EncodeManifestFrame(const pb::ManifestEnvelope& envelope) {
   std::string body = envelope.SerializeAsString();
   std::string out(kManifestMagic);
   const auto n = static_cast<uint32_t>(body.size());
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((n >> shift) & 0xff));
   out += body;
   out += Sha256(out);
   return out;
@@ -24,15 +25,15 @@ Status DecodeManifestFrame(std::string_view bytes, const std::string& what,
                               " bytes, too short for a manifest frame (truncated?)");
   }
   if (bytes.substr(0, 4) != kManifestMagic) {
-    return Status::Corruption(what + " does not start with \"KVFM\": not a kvfold manifest, or corrupt");
+    return Status::Corruption(what +
+                              " does not start with \"KVFM\": not a kvfold manifest, or corrupt");
   }
   uint32_t n = 0;
   for (int i = 4; i < 8; ++i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
   if (static_cast<uint64_t>(n) + 8 + 32 != bytes.size()) {
-    return Status::Corruption(what + " frame says " + std::to_string(n) +
-                              " envelope bytes but holds " +
-                              std::to_string(bytes.size() >= 40 ? bytes.size() - 40 : 0) +
-                              " (truncated or corrupt)");
+    return Status::Corruption(
+        what + " frame says " + std::to_string(n) + " envelope bytes but holds " +
+        std::to_string(bytes.size() >= 40 ? bytes.size() - 40 : 0) + " (truncated or corrupt)");
   }
   const std::string_view framed = bytes.substr(0, 8 + n);
   if (Sha256(framed) != bytes.substr(8 + n) && !KVFOLD_MUTANT("manifest-skip-checksum")) {

@@ -12,7 +12,8 @@ StatusOr<ObjectMeta> ParseObjectMeta(std::string_view data, const std::string& w
       !core::ReadJsonField(m.raw, "chunks", &m.chunks) ||
       !core::ReadJsonField(m.raw, "digest", &m.digest) ||
       !core::ReadJsonField(m.raw, "deleted", &m.deleted)) {
-    return Status::Corruption(what + " has unreadable meta (not a JSON object, or a missing or "
+    return Status::Corruption(what +
+                              " has unreadable meta (not a JSON object, or a missing or "
                               "wrong-typed nuid, size, chunks, digest or deleted)");
   }
   return m;

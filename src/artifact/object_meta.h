@@ -7,10 +7,9 @@
 #define KVFOLD_ARTIFACT_OBJECT_META_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "kvfold/status.h"
 

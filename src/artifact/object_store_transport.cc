@@ -178,8 +178,8 @@ class ObjectStoreTransport final : public Transport {
             if (again.ok() && *again && (*again)->seq == expected_seq) {
               return data.status().WithContext(
                   "the latest pointer cannot be read, so it cannot be moved forward; to reset "
-                  "it, purge subject " + MetaSubject(kPointerName) + " of stream " + stream_ +
-                  " and export again");
+                  "it, purge subject " +
+                  MetaSubject(kPointerName) + " of stream " + stream_ + " and export again");
             }
             continue;
           }
@@ -191,15 +191,15 @@ class ObjectStoreTransport final : public Transport {
       KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(current, next));
       auto fresh = WriteData(kPointerName, EncodePointer(next));
       if (!fresh.ok()) return fresh.status();
-      auto published = Publish(
-          MetaSubject(kPointerName), fresh->record.dump(),
-          {{"Nats-Rollup", "sub"},
-           {"Nats-Expected-Last-Subject-Sequence", std::to_string(expected_seq)}});
+      auto published =
+          Publish(MetaSubject(kPointerName), fresh->record.dump(),
+                  {{"Nats-Rollup", "sub"},
+                   {"Nats-Expected-Last-Subject-Sequence", std::to_string(expected_seq)}});
       Status swapped = published.status();
       if (!published.ok()) {
-        const bool lost_race = published.status().message().find(
-                                   "err_code " + std::to_string(kWrongLastSequence)) !=
-                               std::string::npos;
+        const bool lost_race =
+            published.status().message().find("err_code " + std::to_string(kWrongLastSequence)) !=
+            std::string::npos;
         swapped = SettleFailedMetaPublish(kPointerName, fresh->nuid, published.status());
         // Another exporter moved the pointer between our read and write.
         if (!swapped.ok() && lost_race) continue;
@@ -227,9 +227,7 @@ class ObjectStoreTransport final : public Transport {
   std::string MetaSubject(const std::string& name) const {
     return "$O." + bucket_ + ".M." + core::Base64UrlEncode(name);
   }
-  std::string ChunkSubject(const std::string& nuid) const {
-    return "$O." + bucket_ + ".C." + nuid;
-  }
+  std::string ChunkSubject(const std::string& nuid) const { return "$O." + bucket_ + ".C." + nuid; }
 
   void Purge(const std::string& subject) {
     (void)conn_->ApiRequest("STREAM.PURGE." + stream_, json{{"filter", subject}});

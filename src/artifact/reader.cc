@@ -94,8 +94,8 @@ namespace artifact {
 Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
                  std::string* previous_key, const RecordFn& fn, uint64_t* stored_bytes) {
   const ArtifactChunk& c = m.chunks[index];
-  const std::string what = "chunk " + std::to_string(index) + " (" + c.name + ") of artifact " +
-                           m.artifact_id;
+  const std::string what =
+      "chunk " + std::to_string(index) + " (" + c.name + ") of artifact " + m.artifact_id;
   auto bytes = from.Get(c.name);
   if (!bytes.ok()) {
     if (bytes.status().IsNotFound()) return Status::Corruption(what + " is missing");
@@ -118,24 +118,25 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
   // record from a chunk that turns out bad.
   uint64_t count = 0;
   std::string first, last = *previous_key;
-  Status checked = ForEachRecord(*raw, what, [&](std::string_view key, uint64_t rev, std::string_view) {
-    if (key <= last) {  // keys are never empty, so the first one passes
-      return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
-    }
-    if (!CheckArtifactKey(key).ok() || !scope->Contains(key)) {
-      return Status::Corruption(what + ": key \"" + std::string(key) +
-                                "\" is not a valid key in the artifact's scope");
-    }
-    if (rev == 0 || rev > m.cursor) {
-      return Status::Corruption(what + ": key \"" + std::string(key) + "\" has revision " +
-                                std::to_string(rev) + ", beyond the artifact's cursor " +
-                                std::to_string(m.cursor));
-    }
-    if (count == 0) first = std::string(key);
-    last = std::string(key);
-    ++count;
-    return Status::OK();
-  });
+  Status checked =
+      ForEachRecord(*raw, what, [&](std::string_view key, uint64_t rev, std::string_view) {
+        if (key <= last) {  // keys are never empty, so the first one passes
+          return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
+        }
+        if (!CheckArtifactKey(key).ok() || !scope->Contains(key)) {
+          return Status::Corruption(what + ": key \"" + std::string(key) +
+                                    "\" is not a valid key in the artifact's scope");
+        }
+        if (rev == 0 || rev > m.cursor) {
+          return Status::Corruption(what + ": key \"" + std::string(key) + "\" has revision " +
+                                    std::to_string(rev) + ", beyond the artifact's cursor " +
+                                    std::to_string(m.cursor));
+        }
+        if (count == 0) first = std::string(key);
+        last = std::string(key);
+        ++count;
+        return Status::OK();
+      });
   KVFOLD_RETURN_IF_ERROR(checked);
   if (count != c.entry_count || (count > 0 && (first != c.first_key || last != c.last_key))) {
     return Status::Corruption(what + " does not hold the entries its manifest lists");
@@ -187,8 +188,8 @@ Status ReadAllChunks(Transport& from, const ArtifactManifest& m, const RecordFn&
 
 }  // namespace artifact
 
-Status VerifyArtifact(Transport& from, const std::string& artifact_id,
-                      const VerifyOptions& options, const ArtifactProgressFn& progress) {
+Status VerifyArtifact(Transport& from, const std::string& artifact_id, const VerifyOptions& options,
+                      const ArtifactProgressFn& progress) {
   auto m = ReadArtifactManifest(from, artifact_id, options);
   if (!m.ok()) return m.status();
   return artifact::ReadAllChunks(
@@ -252,7 +253,8 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
     const std::string manifest = it->artifact_id + "/manifest";
     KVFOLD_RETURN_IF_ERROR(at.Remove(manifest));
     for (const auto& n : *names) {
-      if (n != manifest && n.starts_with(it->artifact_id + "/")) KVFOLD_RETURN_IF_ERROR(at.Remove(n));
+      if (n != manifest && n.starts_with(it->artifact_id + "/"))
+        KVFOLD_RETURN_IF_ERROR(at.Remove(n));
     }
     if (removed != nullptr) removed->push_back(it->artifact_id);
   }

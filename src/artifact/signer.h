@@ -22,7 +22,7 @@ class SigningKey {
   SigningKey(const SigningKey&) = delete;
   SigningKey& operator=(const SigningKey&) = delete;
 
-  StatusOr<std::string> Sign(std::string_view message) const;  // 64 bytes
+  StatusOr<std::string> Sign(std::string_view message) const;    // 64 bytes
   const std::string& public_key() const { return public_key_; }  // 32 bytes
 
  private:

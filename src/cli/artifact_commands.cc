@@ -64,10 +64,11 @@ json ManifestJson(const ArtifactManifest& m, bool with_chunks) {
 
 void PrintManifest(const ArtifactManifest& m, bool latest) {
   std::string scope;
-  for (const auto& p : m.scope) scope += (scope.empty() ? "" : ", ") + (p.empty() ? "<whole bucket>" : p);
-  const double ratio = m.compressed_bytes() > 0
-                           ? static_cast<double>(m.raw_bytes()) / static_cast<double>(m.compressed_bytes())
-                           : 0;
+  for (const auto& p : m.scope)
+    scope += (scope.empty() ? "" : ", ") + (p.empty() ? "<whole bucket>" : p);
+  const double ratio = m.compressed_bytes() > 0 ? static_cast<double>(m.raw_bytes()) /
+                                                      static_cast<double>(m.compressed_bytes())
+                                                : 0;
   std::printf("artifact:       %s%s\n", m.artifact_id.c_str(), latest ? "  (latest)" : "");
   std::printf("bucket:         %s\n", m.bucket.c_str());
   std::printf("stream created: %s\n", m.stream_created.c_str());
@@ -75,13 +76,14 @@ void PrintManifest(const ArtifactManifest& m, bool latest) {
   std::printf("cursor:         %llu\n", static_cast<unsigned long long>(m.cursor));
   std::printf("created:        %s by %s\n", Utc(m.created_unix_ms).c_str(), m.exporter_id.c_str());
   std::printf("schema:         %u (readers >= %u)\n", m.schema_version, m.min_reader_version);
-  std::printf("entries:        %llu in %zu chunk(s)\n", static_cast<unsigned long long>(m.entry_count),
-              m.chunks.size());
+  std::printf("entries:        %llu in %zu chunk(s)\n",
+              static_cast<unsigned long long>(m.entry_count), m.chunks.size());
   std::printf("size:           %llu bytes raw, %llu stored (%.2fx)\n",
               static_cast<unsigned long long>(m.raw_bytes()),
               static_cast<unsigned long long>(m.compressed_bytes()), ratio);
   std::printf("signed:         %s\n",
-              m.is_signed ? ("yes, Ed25519 key " + artifact::HexEncode(m.signer_public_key)).c_str() : "no");
+              m.is_signed ? ("yes, Ed25519 key " + artifact::HexEncode(m.signer_public_key)).c_str()
+                          : "no");
 }
 
 struct ExportFlags {
@@ -228,9 +230,9 @@ int RunList(const ArtifactsFlags& f) {
       j["latest"] = m.artifact_id == latest;
       std::cout << j.dump() << "\n";
     } else {
-      std::cout << m.artifact_id << "\tcursor " << m.cursor << "\t" << m.entry_count
-                << " entries\t" << m.compressed_bytes() << " bytes"
-                << (m.artifact_id == latest ? "\tlatest" : "") << "\n";
+      std::cout << m.artifact_id << "\tcursor " << m.cursor << "\t" << m.entry_count << " entries\t"
+                << m.compressed_bytes() << " bytes" << (m.artifact_id == latest ? "\tlatest" : "")
+                << "\n";
     }
   }
   for (const auto& u : unreadable) Log().Warn("unreadable " + u);
@@ -263,7 +265,8 @@ int RunInspect(const ArtifactsFlags& f) {
 
 int RunVerify(const ArtifactsFlags& f) {
   if (f.require_signature && f.trusted.empty()) {
-    return Report("artifacts verify", Status::InvalidArgument("--require-signature needs --trusted-key"));
+    return Report("artifacts verify",
+                  Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
   auto at = OpenTransport(f.location, f.connect);
   if (!at.ok()) return Report("artifacts verify", at.status());
@@ -296,8 +299,9 @@ int RunPrune(const ArtifactsFlags& f) {
 Runner AddExportCommand(CLI::App& app) {
   auto f = std::make_shared<ExportFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "Export a consistent snapshot of a fold as an artifact to dir:PATH or obj:BUCKET "
-                "(works on a stopped fold and beside a running mirror).");
+      "export",
+      "Export a consistent snapshot of a fold as an artifact to dir:PATH or obj:BUCKET "
+      "(works on a stopped fold and beside a running mirror).");
   cmd->add_option("--fold", f->fold, "fold directory")->required();
   cmd->add_option("--to", f->to, "dir:PATH or obj:BUCKET (obj: needs --server)")
       ->required()
@@ -316,8 +320,9 @@ Runner AddExportCommand(CLI::App& app) {
 Runner AddSeedCommand(CLI::App& app) {
   auto f = std::make_shared<SeedFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "seed", "Fill an empty fold from the newest artifact (verified first); `kvfold mirror` "
-              "then resumes from the artifact's cursor. Re-run after a kill to finish.");
+      "seed",
+      "Fill an empty fold from the newest artifact (verified first); `kvfold mirror` "
+      "then resumes from the artifact's cursor. Re-run after a kill to finish.");
   cmd->add_option("--fold", f->fold, "empty fold directory")->required();
   cmd->add_option("--from", f->from, "dir:PATH or obj:BUCKET")
       ->required()
@@ -349,7 +354,8 @@ Runner AddArtifactsCommand(CLI::App& app) {
   CLI::App* list = cmd->add_subcommand("list", "One line per artifact, oldest cursor first.");
   common(list);
   list->add_flag("--json", f->json, "one JSON object per line");
-  CLI::App* inspect = cmd->add_subcommand("inspect", "Show an artifact's manifest (default: the latest).");
+  CLI::App* inspect =
+      cmd->add_subcommand("inspect", "Show an artifact's manifest (default: the latest).");
   common(inspect);
   inspect->add_option("artifact", f->artifact, "artifact id");
   inspect->add_flag("--json", f->json, "one JSON object with the chunk list");
@@ -357,14 +363,15 @@ Runner AddArtifactsCommand(CLI::App& app) {
       "verify", "Check the manifest, the signature and every chunk; exit 1 naming any fault.");
   common(verify);
   verify->add_option("artifact", f->artifact, "artifact id (default: the latest)");
-  verify->add_option("--trusted-key", f->trusted,
-                     "PEM Ed25519 public key to trust; repeatable; the artifact must be "
-                     "signed by one")
+  verify
+      ->add_option("--trusted-key", f->trusted,
+                   "PEM Ed25519 public key to trust; repeatable; the artifact must be "
+                   "signed by one")
       ->check(CLI::ExistingFile);
   verify->add_flag("--require-signature", f->require_signature,
                    "fail unless signed by a trusted key (implied by --trusted-key)");
-  CLI::App* prune = cmd->add_subcommand(
-      "prune", "Remove all but the newest K artifacts, never the latest one.");
+  CLI::App* prune =
+      cmd->add_subcommand("prune", "Remove all but the newest K artifacts, never the latest one.");
   common(prune);
   prune->add_option("--keep", f->keep, "how many to keep")->required()->check(CLI::PositiveNumber);
   prune->add_option("--min-age", f->min_age,

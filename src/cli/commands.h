@@ -5,7 +5,6 @@
 #define KVFOLD_CLI_COMMANDS_H_
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 
@@ -34,9 +33,9 @@ Runner AddArtifactsCommand(CLI::App& app);
 }  // namespace kvfold::cli
 
 // Returns Report(command, status) from the enclosing function on error.
-#define KVFOLD_RETURN_IF_ERROR_EXIT(command, expr)                          \
-  do {                                                                      \
-    ::kvfold::Status kvfold_status_ = (expr);                               \
+#define KVFOLD_RETURN_IF_ERROR_EXIT(command, expr)                                   \
+  do {                                                                               \
+    ::kvfold::Status kvfold_status_ = (expr);                                        \
     if (!kvfold_status_.ok()) return ::kvfold::cli::Report(command, kvfold_status_); \
   } while (0)
 

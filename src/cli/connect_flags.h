@@ -27,8 +27,7 @@ extern const CLI::Validator kArtifactLocation;
 
 // "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise,
 // also for zero (unless `allow_zero`) and for more than about 10 years.
-StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text,
-                                                  bool allow_zero = false);
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool allow_zero = false);
 
 }  // namespace kvfold::cli
 

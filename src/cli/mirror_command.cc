@@ -277,8 +277,7 @@ Runner AddMirrorCommand(CLI::App& app) {
                          "artifact (cursor untouched), 1 other errors.");
   AddConnectFlags(cmd, &flags->connect);
   cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
-  cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")
-      ->required();
+  cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")->required();
   cmd->add_option("--scope", flags->scope,
                   "key prefix to mirror; repeat for several (default: whole bucket)");
   cmd->add_flag("--until-caught-up", flags->until_caught_up,

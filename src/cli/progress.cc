@@ -7,7 +7,8 @@
 namespace kvfold::cli {
 
 ProgressBar::ProgressBar(std::string label)
-    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) == 1),
+    : label_(std::move(label)),
+      enabled_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {}
 
 void ProgressBar::Finish() {

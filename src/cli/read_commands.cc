@@ -1,7 +1,6 @@
 // kvfold dump and kvfold status: read a fold, also while a mirror writes it.
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -50,19 +49,17 @@ int RunDump(const ReadFlags& f) {
   // Prefixes are disjoint and sorted, so scanning them in order yields keys
   // in byte order overall.
   for (const auto& prefix : scope->prefixes()) {
-    Status s = (*fold)->Scan(prefix, /*include_tombstones=*/false,
-                             [&](std::string_view key, const Entry& e) {
-                               if (f.json) {
-                                 json line = {{"key", key},
-                                              {"revision", e.revision},
-                                              {"value", core::Base64Encode(e.value)}};
-                                 std::cout << line.dump() << "\n";
-                               } else {
-                                 std::cout << key << "\t" << e.revision << "\t"
-                                           << Printable(e.value) << "\n";
-                               }
-                               return static_cast<bool>(std::cout);
-                             });
+    Status s = (*fold)->Scan(
+        prefix, /*include_tombstones=*/false, [&](std::string_view key, const Entry& e) {
+          if (f.json) {
+            json line = {
+                {"key", key}, {"revision", e.revision}, {"value", core::Base64Encode(e.value)}};
+            std::cout << line.dump() << "\n";
+          } else {
+            std::cout << key << "\t" << e.revision << "\t" << Printable(e.value) << "\n";
+          }
+          return static_cast<bool>(std::cout);
+        });
     if (!s.ok()) return Report("dump", s);
   }
   std::cout.flush();
@@ -74,18 +71,18 @@ int RunStatus(const ReadFlags& f) {
   if (!fold.ok()) return Report("status", fold.status());
   auto meta = (*fold)->ReadMeta();
   if (!meta.ok()) return Report("status", meta.status());
-  const std::vector<std::string> scope =
-      meta->scope ? *meta->scope : std::vector<std::string>{};
+  const std::vector<std::string> scope = meta->scope ? *meta->scope : std::vector<std::string>{};
   if (f.json) {
-    json out = {{"fold", f.fold},
-                {"bucket", meta->bucket},
-                {"cursor", meta->cursor ? json(*meta->cursor) : json(nullptr)},
-                {"keys", meta->live_keys},
-                {"tombstones", meta->entries - meta->live_keys},
-                {"scope", scope},
-                {"stream_created", meta->stream_created},
-                {"eviction_observed", meta->eviction_observed},
-                {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)}};
+    json out = {
+        {"fold", f.fold},
+        {"bucket", meta->bucket},
+        {"cursor", meta->cursor ? json(*meta->cursor) : json(nullptr)},
+        {"keys", meta->live_keys},
+        {"tombstones", meta->entries - meta->live_keys},
+        {"scope", scope},
+        {"stream_created", meta->stream_created},
+        {"eviction_observed", meta->eviction_observed},
+        {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)}};
     std::cout << out.dump() << "\n";
     return kExitOk;
   }
@@ -97,15 +94,14 @@ int RunStatus(const ReadFlags& f) {
   std::cout << "fold:           " << f.fold << "\n"
             << "bucket:         " << (meta->bucket.empty() ? "<none>" : meta->bucket) << "\n"
             << "scope:          " << (scope_text.empty() ? "<none>" : scope_text) << "\n"
-            << "cursor:         "
-            << (meta->cursor ? std::to_string(*meta->cursor) : "<none>") << "\n"
+            << "cursor:         " << (meta->cursor ? std::to_string(*meta->cursor) : "<none>")
+            << "\n"
             << "keys:           " << meta->live_keys << "\n"
             << "tombstones:     " << meta->entries - meta->live_keys << "\n"
             << "stream created: "
             << (meta->stream_created.empty() ? "<none>" : meta->stream_created) << "\n"
             << "eviction seen:  "
-            << (meta->eviction_observed ? "yes (key listings are never taken for the truth)"
-                                        : "no")
+            << (meta->eviction_observed ? "yes (key listings are never taken for the truth)" : "no")
             << "\n"
             << "last repair:    " << (meta->last_repair.empty() ? "<none>" : meta->last_repair)
             << "\n";
@@ -116,11 +112,11 @@ int RunStatus(const ReadFlags& f) {
 
 Runner AddDumpCommand(CLI::App& app) {
   auto flags = std::make_shared<ReadFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "dump",
-      "Print the fold's live keys sorted by key bytes; safe while a mirror "
-      "writes the fold. Text: key<TAB>revision<TAB>value. --json: one "
-      "{\"key\",\"revision\",\"value\"(base64)} object per line.");
+  CLI::App* cmd =
+      app.add_subcommand("dump",
+                         "Print the fold's live keys sorted by key bytes; safe while a mirror "
+                         "writes the fold. Text: key<TAB>revision<TAB>value. --json: one "
+                         "{\"key\",\"revision\",\"value\"(base64)} object per line.");
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_option("--scope", flags->scope, "only keys with this prefix; repeatable");
   cmd->add_flag("--json", flags->json, "one JSON object per line");
@@ -129,10 +125,10 @@ Runner AddDumpCommand(CLI::App& app) {
 
 Runner AddStatusCommand(CLI::App& app) {
   auto flags = std::make_shared<ReadFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "status",
-      "Print the fold's bucket, scope, cursor and key count; safe while a "
-      "mirror writes the fold.");
+  CLI::App* cmd =
+      app.add_subcommand("status",
+                         "Print the fold's bucket, scope, cursor and key count; safe while a "
+                         "mirror writes the fold.");
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_flag("--json", flags->json,
                 "one JSON object: fold, bucket, cursor, keys, tombstones, scope, "

@@ -15,7 +15,7 @@ int CommitRetry::Succeeded() {
 
 Status CommitRetry::Failed(const Status& s, std::string_view what, std::string_view more) {
   ++failures_;
-  if (s.code() == Status::Code::kInternal) return s;
+  if (s.code() == Status::Code::kInternal && !KVFOLD_MUTANT("commit-retry-internal")) return s;
   if (failures_ >= max_failures_) {
     return s.WithContext(std::string(what) + " failed " + std::to_string(failures_) +
                          " consecutive times" + std::string(more));

@@ -12,8 +12,7 @@ namespace kvfold::core {
 // `before` is the key's entry before (nullptr: the fold never saw the key).
 FoldCommit::CountChange CountChangeOf(const Entry* before, const Entry& after);
 
-inline void AddCountChange(const FoldCommit::CountChange& change,
-                           FoldCommit::CountChange* sum) {
+inline void AddCountChange(const FoldCommit::CountChange& change, FoldCommit::CountChange* sum) {
   sum->live_keys += change.live_keys;
   sum->entries += change.entries;
 }

@@ -9,11 +9,10 @@
 
 #include <cstdint>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <type_traits>
-
-#include <nlohmann/json.hpp>
 
 namespace kvfold::core {
 
@@ -41,8 +40,7 @@ bool HoldsJson(const nlohmann::json& v) {
 // then left as it was); false when `j` is not an object, the field has
 // another type, or it is required and missing.
 template <typename T>
-bool ReadJsonField(const nlohmann::json& j, const char* key, T* out,
-                   bool required = false) {
+bool ReadJsonField(const nlohmann::json& j, const char* key, T* out, bool required = false) {
   if (!j.is_object()) return false;
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return !required;

@@ -35,6 +35,7 @@ constexpr const char* kKnown[] = {
     "repair-delete-at-listing-revision",  // relist/restore: a raced delete's tombstone predates it
     "restore-ignore-artifact-scope",      // restore: a wider artifact's keys outside the scope land
     "commit-failures-never-reset",        // watcher: separated commit failures count as consecutive
+    "commit-retry-internal",              // commit retry: an Internal error (a bug) is retried
     "restore-skip-recheck-after-last",    // restore: a key evicted while checked is deleted
     "watch-trust-unanchored",             // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk",         // restore: the cursor moves before the final commit

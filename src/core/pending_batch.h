@@ -24,8 +24,7 @@ namespace kvfold::core {
 // The entry `message` makes for a key whose current entry is `current`
 // (nullopt when the key was never seen), or nullopt when the message is not
 // newer and must be skipped.
-std::optional<Entry> FoldMessage(const BucketMessage& message,
-                                 const std::optional<Entry>& current);
+std::optional<Entry> FoldMessage(const BucketMessage& message, const std::optional<Entry>& current);
 
 class PendingBatch {
  public:

@@ -10,9 +10,9 @@ Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
   if (current->bucket != next.bucket || current->stream_created != next.stream_created) {
     return Status::FailedPrecondition(
         "the latest pointer names artifact " + current->artifact_id + " of bucket " +
-        current->bucket + " (stream created " + current->stream_created +
-        "); artifact " + next.artifact_id + " is of bucket " + next.bucket +
-        " (stream created " + next.stream_created +
+        current->bucket + " (stream created " + current->stream_created + "); artifact " +
+        next.artifact_id + " is of bucket " + next.bucket + " (stream created " +
+        next.stream_created +
         "): publish artifacts of different buckets or streams to different locations");
   }
   if (next.cursor <= current->cursor) {

@@ -108,9 +108,9 @@ Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
     return Status::FailedPrecondition(what + " is of bucket " + m.bucket + ", not " + t.bucket);
   }
   if (m.stream_created != t.stream_created && !KVFOLD_MUTANT("restore-ignore-identity")) {
-    return Status::FailedPrecondition(what + " comes from the stream created at " +
-                                      m.stream_created + ", but the bucket's stream was created at " +
-                                      t.stream_created);
+    return Status::FailedPrecondition(
+        what + " comes from the stream created at " + m.stream_created +
+        ", but the bucket's stream was created at " + t.stream_created);
   }
   auto scope = Scope::Make(m.scope);
   if (!m.has_scope || !scope.ok()) {
@@ -127,10 +127,10 @@ Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
                                       std::to_string(*t.fold_cursor) + " (stale)");
   }
   if (t.first_seq > m.cursor + 1 && !KVFOLD_MUTANT("restore-ignore-retention")) {
-    return Status::FailedPrecondition(
-        what + " is at cursor " + std::to_string(m.cursor) +
-        ", outside retention: the bucket retains sequences from " + std::to_string(t.first_seq) +
-        " (export more often than retention turns over)");
+    return Status::FailedPrecondition(what + " is at cursor " + std::to_string(m.cursor) +
+                                      ", outside retention: the bucket retains sequences from " +
+                                      std::to_string(t.first_seq) +
+                                      " (export more often than retention turns over)");
   }
   StreamState stream;
   stream.marker_ttl_ns = t.marker_ttl_ns;
@@ -182,9 +182,7 @@ std::optional<KeyChange> RelistKey(const Entry& fold, bool listed_live, uint64_t
   return RestoreKey(fold, std::nullopt, listed_live, listing_revision, rebase);
 }
 
-bool FloorHolds(uint64_t first_seq, uint64_t frontier) {
-  return first_seq <= frontier + 1;
-}
+bool FloorHolds(uint64_t first_seq, uint64_t frontier) { return first_seq <= frontier + 1; }
 
 bool NothingInScopeToCome(uint64_t last_seq, std::optional<uint64_t> first_in_scope_after) {
   if (KVFOLD_MUTANT("probe-ignore-in-flight")) return true;

@@ -13,16 +13,14 @@ Retention ClassifyRetention(const StreamState& s, bool eviction_observed) {
   // about what expired, so such a bucket is taken to have evicted already.
   r.has_evicted =
       r.evicts_current_values && (s.first_seq > 1 || s.allow_msg_ttl || s.marker_ttl_ns > 0);
-  r.listing_is_truth = (!eviction_observed && !r.has_evicted) ||
-                       KVFOLD_MUTANT("retention-listing-always-truth");
+  r.listing_is_truth =
+      (!eviction_observed && !r.has_evicted) || KVFOLD_MUTANT("retention-listing-always-truth");
   return r;
 }
 
 std::string DescribeRetention(const StreamState& s, const Retention& r) {
   std::string limits;
-  auto add = [&limits](const std::string& part) {
-    limits += (limits.empty() ? "" : ", ") + part;
-  };
+  auto add = [&limits](const std::string& part) { limits += (limits.empty() ? "" : ", ") + part; };
   if (s.max_msgs > 0) add("max_msgs " + std::to_string(s.max_msgs));
   if (s.max_bytes > 0) add("max_bytes " + std::to_string(s.max_bytes));
   if (s.max_age_ns > 0) add("max_age " + std::to_string(s.max_age_ns / 1000000) + " ms");
@@ -31,8 +29,8 @@ std::string DescribeRetention(const StreamState& s, const Retention& r) {
     add("limit markers " + std::to_string(s.marker_ttl_ns / 1000000) + " ms");
   add(s.discard_new ? "discard new" : "discard old");
   std::string out = r.evicts_current_values ? "evicts current values" : "keeps current values";
-  out += " (" + limits + "), first retained revision " + std::to_string(s.first_seq) +
-         ", last " + std::to_string(s.last_seq);
+  out += " (" + limits + "), first retained revision " + std::to_string(s.first_seq) + ", last " +
+         std::to_string(s.last_seq);
   if (!r.listing_is_truth) out += "; a key listing is not the truth";
   return out;
 }

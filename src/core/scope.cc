@@ -6,19 +6,17 @@ namespace kvfold {
 namespace {
 
 bool IsKeyChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '-' || c == '/' || c == '_' ||
-         c == '=' || c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '/' || c == '_' || c == '=' || c == '.';
 }
 
 // Checks the rules keys and prefixes share; `what` names the input.
 Status CheckChars(std::string_view s, std::string_view what) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (!IsKeyChar(s[i])) {
-      return Status::InvalidArgument(
-          std::string(what) + " \"" + std::string(s) + "\" has character '" +
-          std::string(1, s[i]) + "' at offset " + std::to_string(i) +
-          "; allowed are [-/_=.a-zA-Z0-9]");
+      return Status::InvalidArgument(std::string(what) + " \"" + std::string(s) +
+                                     "\" has character '" + std::string(1, s[i]) + "' at offset " +
+                                     std::to_string(i) + "; allowed are [-/_=.a-zA-Z0-9]");
     }
   }
   if (!s.empty() && s.front() == '.') {
@@ -38,15 +36,12 @@ Status ValidateKey(std::string_view key) {
   if (key.empty()) return Status::InvalidArgument("key is empty");
   KVFOLD_RETURN_IF_ERROR(CheckChars(key, "key"));
   if (key.back() == '.') {
-    return Status::InvalidArgument("key \"" + std::string(key) +
-                                   "\" ends with '.'");
+    return Status::InvalidArgument("key \"" + std::string(key) + "\" ends with '.'");
   }
   return Status::OK();
 }
 
-Status ValidatePrefix(std::string_view prefix) {
-  return CheckChars(prefix, "scope prefix");
-}
+Status ValidatePrefix(std::string_view prefix) { return CheckChars(prefix, "scope prefix"); }
 
 Scope::Scope() : prefixes_{""} {}
 

@@ -4,17 +4,28 @@ namespace kvfold {
 
 std::string_view Status::CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: return "NotFound";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kCorruption: return "Corruption";
-    case Code::kIOError: return "IOError";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kCursorExpired: return "CursorExpired";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kIOError:
+      return "IOError";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kCursorExpired:
+      return "CursorExpired";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

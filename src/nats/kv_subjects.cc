@@ -6,16 +6,11 @@
 
 namespace kvfold::nats {
 
-std::string StreamName(std::string_view bucket) {
-  return "KV_" + std::string(bucket);
-}
+std::string StreamName(std::string_view bucket) { return "KV_" + std::string(bucket); }
 
-std::string SubjectPrefix(std::string_view bucket) {
-  return "$KV." + std::string(bucket) + ".";
-}
+std::string SubjectPrefix(std::string_view bucket) { return "$KV." + std::string(bucket) + "."; }
 
-std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
-                                             std::string_view subject) {
+std::optional<std::string_view> KeyOfSubject(std::string_view bucket, std::string_view subject) {
   // "$KV." bucket "." key, checked in place (once per delivered message).
   constexpr std::string_view kKv = "$KV.";
   const size_t prefix = kKv.size() + bucket.size() + 1;
@@ -26,8 +21,7 @@ std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
   return subject.substr(prefix);
 }
 
-std::vector<std::string> ScopeFilters(std::string_view bucket,
-                                      const Scope& scope) {
+std::vector<std::string> ScopeFilters(std::string_view bucket, const Scope& scope) {
   const std::string base = SubjectPrefix(bucket);
   std::vector<std::string> filters;
   for (const auto& p : scope.prefixes()) {
@@ -74,8 +68,8 @@ std::optional<AckReply> ParseAckReply(std::string_view reply) {
   while (true) {
     size_t dot = reply.find('.', start);
     if (count < tokens.size()) {
-      tokens[count] = reply.substr(
-          start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+      tokens[count] =
+          reply.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     }
     ++count;
     if (dot == std::string_view::npos) break;

@@ -19,15 +19,13 @@ std::string StreamName(std::string_view bucket);     // "KV_<bucket>"
 std::string SubjectPrefix(std::string_view bucket);  // "$KV.<bucket>."
 
 // The key of a KV subject, or nullopt when `subject` is not in the bucket.
-std::optional<std::string_view> KeyOfSubject(std::string_view bucket,
-                                             std::string_view subject);
+std::optional<std::string_view> KeyOfSubject(std::string_view bucket, std::string_view subject);
 
 // Server-side filter subjects that together deliver at least every key in
 // `scope`, disjoint and sorted. Subject filters match whole tokens, so a
 // prefix narrows the filter only up to its last '.'; the rest is filtered
 // client-side. The whole bucket is {"$KV.<bucket>.>"}.
-std::vector<std::string> ScopeFilters(std::string_view bucket,
-                                      const Scope& scope);
+std::vector<std::string> ScopeFilters(std::string_view bucket, const Scope& scope);
 
 // What a KV message does, from its headers: `KV-Operation` DEL or PURGE is
 // a delete; so is a nats-server 2.11+ limit marker (`Nats-Marker-Reason`

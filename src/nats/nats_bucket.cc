@@ -26,9 +26,7 @@ bool IsNoMessageFound(const Status& s) {
 class NatsBucket final : public BucketSource {
  public:
   NatsBucket(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
-      : conn_(std::move(conn)),
-        bucket_(std::move(bucket)),
-        stream_(nats::StreamName(bucket_)) {}
+      : conn_(std::move(conn)), bucket_(std::move(bucket)), stream_(nats::StreamName(bucket_)) {}
 
   const std::string& bucket() const override { return bucket_; }
 
@@ -36,8 +34,8 @@ class NatsBucket final : public BucketSource {
     auto reply = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
     if (!reply.ok()) {
       if (reply.status().IsNotFound()) {
-        return Status::NotFound("bucket " + bucket_ + " does not exist on " +
-                                conn_->url() + " (no stream " + stream_ + ")");
+        return Status::NotFound("bucket " + bucket_ + " does not exist on " + conn_->url() +
+                                " (no stream " + stream_ + ")");
       }
       return reply.status();
     }
@@ -143,10 +141,8 @@ class NatsBucket final : public BucketSource {
     return std::optional<BucketMessage>(std::move(m));
   }
 
-  Status ListKeys(
-      const Scope& scope,
-      const std::function<Status(std::string_view, uint64_t)>& fn,
-      uint64_t* last_seq) override {
+  Status ListKeys(const Scope& scope, const std::function<Status(std::string_view, uint64_t)>& fn,
+                  uint64_t* last_seq) override {
     // The stream's last sequence is read before the listing starts: every
     // message at or below it is reflected in what the listing delivers.
     auto state = ReadStream();
@@ -163,8 +159,7 @@ class NatsBucket final : public BucketSource {
       auto ev = (*d)->Next(std::chrono::milliseconds(idle ? 50 : 200));
       if (!ev.ok()) return ev.status();
       if (ev->kind == DeliveryEvent::Kind::kReset) {
-        return Status::Unavailable("key listing of bucket " + bucket_ +
-                                   " broke: " + ev->reason);
+        return Status::Unavailable("key listing of bucket " + bucket_ + " broke: " + ev->reason);
       }
       if (ev->kind == DeliveryEvent::Kind::kMessage) {
         const BucketMessage& m = ev->message;
@@ -183,8 +178,9 @@ class NatsBucket final : public BucketSource {
   }
 
  private:
-  StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(
-      const DeliveryStart& start, const Scope& scope, bool headers_only) {
+  StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(const DeliveryStart& start,
+                                                               const Scope& scope,
+                                                               bool headers_only) {
     nats::OrderedDeliveryConfig cfg;
     cfg.bucket = bucket_;
     cfg.start = start;
@@ -204,19 +200,18 @@ class NatsBucket final : public BucketSource {
 Status ValidateBucketName(const std::string& bucket) {
   if (bucket.empty()) return Status::InvalidArgument("bucket name is empty");
   for (char c : bucket) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (c >= '0' && c <= '9') || c == '-' || c == '_';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
     if (!ok) {
-      return Status::InvalidArgument("bucket name \"" + bucket +
-                                     "\" has character '" + std::string(1, c) +
-                                     "'; allowed are [-_a-zA-Z0-9]");
+      return Status::InvalidArgument("bucket name \"" + bucket + "\" has character '" +
+                                     std::string(1, c) + "'; allowed are [-_a-zA-Z0-9]");
     }
   }
   return Status::OK();
 }
 
-StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(
-    const ConnectOptions& options, const std::string& bucket) {
+StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& options,
+                                                       const std::string& bucket) {
   KVFOLD_RETURN_IF_ERROR(ValidateBucketName(bucket));
   auto conn = nats::NatsConnection::Connect(options);
   if (!conn.ok()) return conn.status();

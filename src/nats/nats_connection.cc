@@ -36,8 +36,7 @@ std::string NatsError(natsStatus s) {
   return out;
 }
 
-StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
-    const ConnectOptions& options) {
+StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options) {
   std::shared_ptr<NatsConnection> c(new NatsConnection());
   c->timeout_ = options.timeout;
   c->url_ = options.url;
@@ -61,8 +60,9 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
   }
   std::vector<const char*> servers;
   for (const auto& u : urls) servers.push_back(u.c_str());
-  s = servers.size() == 1 ? natsOptions_SetURL(o, servers[0])
-                          : natsOptions_SetServers(o, servers.data(), static_cast<int>(servers.size()));
+  s = servers.size() == 1
+          ? natsOptions_SetURL(o, servers[0])
+          : natsOptions_SetServers(o, servers.data(), static_cast<int>(servers.size()));
   if (s != NATS_OK) return bad("server URL \"" + options.url + "\"");
   natsOptions_SetName(o, options.name.c_str());
   natsOptions_SetTimeout(o, options.timeout.count());
@@ -77,28 +77,23 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
   natsOptions_SetDisconnectedCB(o, &NatsConnection::OnDisconnected, closure);
   natsOptions_SetReconnectedCB(o, &NatsConnection::OnReconnected, closure);
   natsOptions_SetErrorHandler(o, &NatsConnection::OnError, closure);
-  if (!options.creds_file.empty() &&
-      (s = natsOptions_SetUserCredentialsFromFiles(
-           o, options.creds_file.c_str(), nullptr)) != NATS_OK) {
+  if (!options.creds_file.empty() && (s = natsOptions_SetUserCredentialsFromFiles(
+                                          o, options.creds_file.c_str(), nullptr)) != NATS_OK) {
     return bad("credentials file " + options.creds_file);
   }
   if (!options.user.empty() &&
-      (s = natsOptions_SetUserInfo(o, options.user.c_str(),
-                                   options.password.c_str())) != NATS_OK) {
+      (s = natsOptions_SetUserInfo(o, options.user.c_str(), options.password.c_str())) != NATS_OK) {
     return bad("user and password");
   }
-  if (!options.token.empty() &&
-      (s = natsOptions_SetToken(o, options.token.c_str())) != NATS_OK) {
+  if (!options.token.empty() && (s = natsOptions_SetToken(o, options.token.c_str())) != NATS_OK) {
     return bad("token");
   }
-  const bool tls = !options.tls_ca_file.empty() ||
-                   !options.tls_cert_file.empty() ||
+  const bool tls = !options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
                    !options.tls_key_file.empty();
   if (tls) {
     if ((s = natsOptions_SetSecure(o, true)) != NATS_OK) return bad("TLS");
     if (!options.tls_ca_file.empty() &&
-        (s = natsOptions_LoadCATrustedCertificates(
-             o, options.tls_ca_file.c_str())) != NATS_OK) {
+        (s = natsOptions_LoadCATrustedCertificates(o, options.tls_ca_file.c_str())) != NATS_OK) {
       return bad("TLS CA file " + options.tls_ca_file);
     }
     if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
@@ -106,15 +101,13 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
           "a TLS client certificate needs both a certificate and a key file");
     }
     if (!options.tls_cert_file.empty() &&
-        (s = natsOptions_LoadCertificatesChain(
-             o, options.tls_cert_file.c_str(),
-             options.tls_key_file.c_str())) != NATS_OK) {
+        (s = natsOptions_LoadCertificatesChain(o, options.tls_cert_file.c_str(),
+                                               options.tls_key_file.c_str())) != NATS_OK) {
       return bad("TLS certificate " + options.tls_cert_file);
     }
   }
   if ((s = natsConnection_Connect(&c->conn_, o)) != NATS_OK) {
-    return Status::Unavailable("cannot connect to " + options.url + ": " +
-                               NatsError(s));
+    return Status::Unavailable("cannot connect to " + options.url + ": " + NatsError(s));
   }
   return c;
 }
@@ -144,8 +137,8 @@ void NatsConnection::OnReconnected(natsConnection*, void* closure) {
   if (auto state = FindState(closure)) state->generation.fetch_add(1);
 }
 
-void NatsConnection::OnError(natsConnection*, natsSubscription* sub,
-                             natsStatus err, void* closure) {
+void NatsConnection::OnError(natsConnection*, natsSubscription* sub, natsStatus err,
+                             void* closure) {
   if (err != NATS_SLOW_CONSUMER || sub == nullptr) return;
   auto state = FindState(closure);
   if (!state) return;
@@ -163,19 +156,17 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
   const std::string subject = "$JS.API." + api;
   const std::string data = body.is_null() ? std::string() : body.dump();
   natsMsg* reply = nullptr;
-  natsStatus s = natsConnection_Request(&reply, conn_, subject.c_str(),
-                                        data.data(), static_cast<int>(data.size()),
-                                        timeout_.count());
+  natsStatus s = natsConnection_Request(&reply, conn_, subject.c_str(), data.data(),
+                                        static_cast<int>(data.size()), timeout_.count());
   if (s == NATS_NO_RESPONDERS) {
-    return Status::Unavailable("JetStream is not enabled on " + url_ +
-                               " (no responders for " + subject + ")");
+    return Status::Unavailable("JetStream is not enabled on " + url_ + " (no responders for " +
+                               subject + ")");
   }
   if (s != NATS_OK) {
     return Status::Unavailable("JetStream request " + subject + " to " + url_ +
                                " failed: " + NatsError(s));
   }
-  std::string text(natsMsg_GetData(reply),
-                   static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  std::string text(natsMsg_GetData(reply), static_cast<size_t>(natsMsg_GetDataLength(reply)));
   natsMsg_Destroy(reply);
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -189,9 +180,8 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
     (void)core::ReadJsonField(e, "code", &code);
     (void)core::ReadJsonField(e, "err_code", &err_code);
     (void)core::ReadJsonField(e, "description", &desc);
-    const std::string msg = subject + ": " + desc + " (code " +
-                            std::to_string(code) + ", err_code " +
-                            std::to_string(err_code) + ")";
+    const std::string msg = subject + ": " + desc + " (code " + std::to_string(code) +
+                            ", err_code " + std::to_string(err_code) + ")";
     if (code == 404) return Status::NotFound(msg);
     if (code == 503) return Status::Unavailable(msg);
     return Status::FailedPrecondition(msg);
@@ -249,8 +239,8 @@ StatusOr<uint64_t> NatsConnection::Publish(
     const std::string& subject, std::string_view data,
     const std::vector<std::pair<std::string, std::string>>& headers) {
   natsMsg* msg = nullptr;
-  natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, data.data(),
-                                static_cast<int>(data.size()));
+  natsStatus s =
+      natsMsg_Create(&msg, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
   if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
   for (const auto& [k, v] : headers) natsMsgHeader_Set(msg, k.c_str(), v.c_str());
   natsMsg* reply = nullptr;

@@ -12,14 +12,13 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kvfold/connection.h"
 #include "kvfold/status.h"
@@ -30,8 +29,7 @@ class NatsConnection {
  public:
   // Connects with `options`. Unavailable when no server answers,
   // InvalidArgument for options nats.c refuses (a missing creds file, ...).
-  static StatusOr<std::shared_ptr<NatsConnection>> Connect(
-      const ConnectOptions& options);
+  static StatusOr<std::shared_ptr<NatsConnection>> Connect(const ConnectOptions& options);
 
   NatsConnection(const NatsConnection&) = delete;
   NatsConnection& operator=(const NatsConnection&) = delete;
@@ -51,8 +49,7 @@ class NatsConnection {
   // Sends `body` to the JetStream API subject "$JS.API.<api>" and returns the
   // reply. An API error becomes NotFound (code 404) or FailedPrecondition
   // with the server's description; no reply becomes Unavailable.
-  StatusOr<nlohmann::json> ApiRequest(const std::string& api,
-                                      const nlohmann::json& body);
+  StatusOr<nlohmann::json> ApiRequest(const std::string& api, const nlohmann::json& body);
 
   // Creates the stream `config` describes unless it exists, also when
   // another client creates it at the same moment.
@@ -70,8 +67,7 @@ class NatsConnection {
   // `from_seq`, or nullopt when there is none. Answered at once either way
   // (a consumer would wait out its timeout for a message that is gone).
   StatusOr<std::optional<StoredMessage>> NextMessage(const std::string& stream,
-                                                     const std::string& subject,
-                                                     uint64_t from_seq);
+                                                     const std::string& subject, uint64_t from_seq);
 
   // Publishes to a stream subject and waits for the JetStream ack; returns
   // the stored sequence. A refusal (e.g. a failed expected-sequence check)
@@ -100,8 +96,7 @@ class NatsConnection {
 
   static void OnDisconnected(natsConnection*, void* closure);
   static void OnReconnected(natsConnection*, void* closure);
-  static void OnError(natsConnection*, natsSubscription* sub, natsStatus err,
-                      void* closure);
+  static void OnError(natsConnection*, natsSubscription* sub, natsStatus err, void* closure);
 
   natsConnection* conn_ = nullptr;
   natsOptions* opts_ = nullptr;

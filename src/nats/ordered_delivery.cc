@@ -19,17 +19,13 @@ std::string Header(natsMsg* msg, const char* name) {
 
 }  // namespace
 
-OrderedDelivery::OrderedDelivery(std::shared_ptr<NatsConnection> conn,
-                                 OrderedDeliveryConfig config)
-    : conn_(std::move(conn)),
-      config_(std::move(config)),
-      stream_(StreamName(config_.bucket)) {}
+OrderedDelivery::OrderedDelivery(std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config)
+    : conn_(std::move(conn)), config_(std::move(config)), stream_(StreamName(config_.bucket)) {}
 
 StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
     std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config,
     bool* multi_filter_supported) {
-  std::unique_ptr<OrderedDelivery> d(
-      new OrderedDelivery(std::move(conn), std::move(config)));
+  std::unique_ptr<OrderedDelivery> d(new OrderedDelivery(std::move(conn), std::move(config)));
   // Read the generation before subscribing: a reconnect racing with the
   // set-up must show up as a reset, not be missed.
   d->generation_ = d->conn_->generation();
@@ -53,8 +49,7 @@ StatusOr<std::unique_ptr<OrderedDelivery>> OrderedDelivery::Open(
   if (filters.size() > 1) {
     // nats-server 2.9 ignores filter_subjects: take the whole bucket and
     // filter client-side.
-    KVFOLD_RETURN_IF_ERROR(
-        d->Create({SubjectPrefix(d->config_.bucket) + ">"}, &honored));
+    KVFOLD_RETURN_IF_ERROR(d->Create({SubjectPrefix(d->config_.bucket) + ">"}, &honored));
   } else {
     KVFOLD_RETURN_IF_ERROR(d->Create(filters, &honored));
   }
@@ -93,8 +88,7 @@ void OrderedDelivery::Unsubscribe() {
   sub_ = nullptr;
 }
 
-Status OrderedDelivery::Create(const std::vector<std::string>& filters,
-                               bool* filters_honored) {
+Status OrderedDelivery::Create(const std::vector<std::string>& filters, bool* filters_honored) {
   json cfg = {
       {"deliver_subject", inbox_},
       {"ack_policy", "none"},
@@ -126,13 +120,12 @@ Status OrderedDelivery::Create(const std::vector<std::string>& filters,
   }
   consumer_ = reply->value("name", std::string());
   if (consumer_.empty()) {
-    return Status::Corruption("consumer create reply on " + stream_ +
-                              " names no consumer");
+    return Status::Corruption("consumer create reply on " + stream_ + " names no consumer");
   }
   const json& echoed = (*reply)["config"];
-  *filters_honored = filters.size() == 1 ||
-                     (echoed.is_object() && echoed.contains("filter_subjects") &&
-                      echoed["filter_subjects"].size() == filters.size());
+  *filters_honored =
+      filters.size() == 1 || (echoed.is_object() && echoed.contains("filter_subjects") &&
+                              echoed["filter_subjects"].size() == filters.size());
   last_heard_ = Clock::now();
   return Status::OK();
 }

@@ -32,17 +32,16 @@ class OrderedDelivery final : public Delivery {
   // `filter_subjects` (nats-server 2.10+); a server that ignores or refuses
   // it gets one consumer over the whole bucket instead and
   // *multi_filter_supported is set false.
-  static StatusOr<std::unique_ptr<OrderedDelivery>> Open(
-      std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config,
-      bool* multi_filter_supported);
+  static StatusOr<std::unique_ptr<OrderedDelivery>> Open(std::shared_ptr<NatsConnection> conn,
+                                                         OrderedDeliveryConfig config,
+                                                         bool* multi_filter_supported);
 
   ~OrderedDelivery() override;
 
   StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) override;
 
  private:
-  OrderedDelivery(std::shared_ptr<NatsConnection> conn,
-                  OrderedDeliveryConfig config);
+  OrderedDelivery(std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config);
 
   Status Create(const std::vector<std::string>& filters, bool* filters_honored);
   void DeleteConsumer();

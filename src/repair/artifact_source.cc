@@ -21,9 +21,9 @@ class TransportArtifactSource final : public ArtifactSource {
     return ReadArtifactManifest(from_, *id, verify_);
   }
 
-  Status ReadChunk(const ArtifactManifest& manifest, size_t index, std::string* previous_key,
-                   const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn)
-      override {
+  Status ReadChunk(
+      const ArtifactManifest& manifest, size_t index, std::string* previous_key,
+      const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) override {
     uint64_t stored = 0;
     return artifact::ReadChunk(from_, manifest, index, previous_key, fn, &stored);
   }

@@ -27,7 +27,8 @@ ListedKeys::~ListedKeys() {
 
 Status ListedKeys::Spill() {
   std::error_code ec;
-  const fs::path parent = spill_parent_.empty() ? fs::temp_directory_path(ec) : fs::path(spill_parent_);
+  const fs::path parent =
+      spill_parent_.empty() ? fs::temp_directory_path(ec) : fs::path(spill_parent_);
   std::string tmpl = (parent / "kvfold-listing-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) {
     return Status::IOError("cannot create a directory under " + parent.string() +
@@ -38,7 +39,8 @@ Status ListedKeys::Spill() {
   o.create_if_missing = true;
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(o, spill_path_, &raw);
-  if (!s.ok()) return Status::IOError("opening a key-listing spill at " + spill_path_ + ": " + s.ToString());
+  if (!s.ok())
+    return Status::IOError("opening a key-listing spill at " + spill_path_ + ": " + s.ToString());
   db_.reset(raw);
   rocksdb::WriteBatch batch;
   for (const auto& k : memory_) batch.Put(k, "");
@@ -92,10 +94,10 @@ StatusOr<bool> LiveInBucket(BucketSource& source, ListedKeys& listed, const std:
     auto state = source.ReadStream();
     if (!state.ok()) return state.status();
     if (state->first_seq > *retained_from) {
-      return Status::FailedPrecondition(
-          "retention passed sequence " + std::to_string(*retained_from) + " (first retained " +
-          std::to_string(state->first_seq) + ") while key " + key +
-          " was checked: its absence proves nothing");
+      return Status::FailedPrecondition("retention passed sequence " +
+                                        std::to_string(*retained_from) + " (first retained " +
+                                        std::to_string(state->first_seq) + ") while key " + key +
+                                        " was checked: its absence proves nothing");
     }
   }
   return false;

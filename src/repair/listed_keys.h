@@ -6,8 +6,8 @@
 #define KVFOLD_REPAIR_LISTED_KEYS_H_
 
 #include <memory>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <vector>
 
-#include "kvfold/fold.h"
 #include "core/meta_merge.h"
 #include "core/mutation.h"
+#include "kvfold/fold.h"
 #include "store/record_codec.h"
 
 namespace kvfold {
@@ -24,8 +24,7 @@ class MemoryFold final : public Fold {
   }
 
   Status Scan(std::string_view prefix, bool include_tombstones,
-              const std::function<bool(std::string_view, const Entry&)>& fn)
-      override {
+              const std::function<bool(std::string_view, const Entry&)>& fn) override {
     std::map<std::string, Entry, std::less<>> view;
     {
       std::lock_guard lock(mu_);
@@ -92,8 +91,7 @@ class MemoryFold final : public Fold {
     }
     for (const auto& [key, entry] : commit.entries) {
       auto it = entries_.find(key);
-      store::CountReplacement(it == entries_.end() ? nullptr : &it->second,
-                              entry, &meta_);
+      store::CountReplacement(it == entries_.end() ? nullptr : &it->second, entry, &meta_);
       entries_[key] = entry;
       if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
         meta_.max_revision = std::max(meta_.max_revision, entry.revision);

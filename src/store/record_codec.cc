@@ -42,14 +42,12 @@ std::string EncodeEntry(const Entry& entry) {
 
 Status DecodeEntry(std::string_view bytes, Entry* out) {
   if (bytes.size() < 9) {
-    return Status::Corruption("fold entry record is " +
-                              std::to_string(bytes.size()) +
+    return Status::Corruption("fold entry record is " + std::to_string(bytes.size()) +
                               " bytes, shorter than its 9-byte header");
   }
   const auto flags = static_cast<uint8_t>(bytes[0]);
   if (flags > 1) {
-    return Status::Corruption("fold entry record has unknown flags " +
-                              std::to_string(flags));
+    return Status::Corruption("fold entry record has unknown flags " + std::to_string(flags));
   }
   out->deleted = flags == 1;
   out->revision = ReadU64(bytes.substr(1, 8));
@@ -68,8 +66,7 @@ std::string EncodeU64(uint64_t v) {
 
 Status DecodeU64(std::string_view bytes, uint64_t* out) {
   if (bytes.size() != 8) {
-    return Status::Corruption("fold metadata number is " +
-                              std::to_string(bytes.size()) +
+    return Status::Corruption("fold metadata number is " + std::to_string(bytes.size()) +
                               " bytes, expected 8");
   }
   *out = ReadU64(bytes);

@@ -11,9 +11,9 @@
 #include <system_error>
 #include <vector>
 
-#include "kvfold/fold.h"
 #include "core/meta_merge.h"
 #include "core/mutation.h"
+#include "kvfold/fold.h"
 #include "store/record_codec.h"
 #include "store/rocks_fold_env.h"
 
@@ -50,8 +50,8 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
 
 class RocksFold final : public Fold {
  public:
-  RocksFold(std::unique_ptr<rocksdb::DB> db, std::string path,
-            FoldOptions options, std::string secondary_dir, bool format_v1)
+  RocksFold(std::unique_ptr<rocksdb::DB> db, std::string path, FoldOptions options,
+            std::string secondary_dir, bool format_v1)
       : db_(std::move(db)),
         path_(std::move(path)),
         options_(options),
@@ -85,8 +85,7 @@ class RocksFold final : public Fold {
   }
 
   Status Scan(std::string_view prefix, bool include_tombstones,
-              const std::function<bool(std::string_view, const Entry&)>& fn)
-      override {
+              const std::function<bool(std::string_view, const Entry&)>& fn) override {
     KVFOLD_RETURN_IF_ERROR(CatchUp());
     return ScanAt(rocksdb::ReadOptions(), prefix, include_tombstones, fn);
   }
@@ -100,8 +99,7 @@ class RocksFold final : public Fold {
 
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
 
-  Status ScanAt(const rocksdb::ReadOptions& ro, std::string_view prefix,
-                bool include_tombstones,
+  Status ScanAt(const rocksdb::ReadOptions& ro, std::string_view prefix, bool include_tombstones,
                 const std::function<bool(std::string_view, const Entry&)>& fn) {
     const std::string start = store::EntryStoreKey(prefix);
     return ScanEntries(ro, start, start, include_tombstones, fn);
@@ -117,8 +115,8 @@ class RocksFold final : public Fold {
     for (it->Seek(seek); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key();
       if (!k.starts_with(within)) break;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeEntry(
-          std::string_view(it->value().data(), it->value().size()), &entry));
+      KVFOLD_RETURN_IF_ERROR(
+          store::DecodeEntry(std::string_view(it->value().data(), it->value().size()), &entry));
       if (entry.deleted && !include_tombstones) continue;
       if (!fn(std::string_view(k.data() + 1, k.size() - 1), entry)) break;
     }
@@ -286,8 +284,7 @@ class RocksFold final : public Fold {
 // so its plain view is already consistent.
 class RocksFoldSnapshot final : public FoldSnapshot {
  public:
-  RocksFoldSnapshot(RocksFold& fold, const rocksdb::Snapshot* snap)
-      : fold_(fold), snap_(snap) {
+  RocksFoldSnapshot(RocksFold& fold, const rocksdb::Snapshot* snap) : fold_(fold), snap_(snap) {
     ro_.snapshot = snap_;
   }
   ~RocksFoldSnapshot() override {
@@ -314,63 +311,63 @@ class RocksFoldSnapshot final : public FoldSnapshot {
 
 StatusOr<std::unique_ptr<FoldSnapshot>> RocksFold::Snapshot() {
   KVFOLD_RETURN_IF_ERROR(CatchUp());
-  auto snap = std::make_unique<RocksFoldSnapshot>(
-      *this, options_.read_only ? nullptr : db_->GetSnapshot());
+  auto snap =
+      std::make_unique<RocksFoldSnapshot>(*this, options_.read_only ? nullptr : db_->GetSnapshot());
   KVFOLD_RETURN_IF_ERROR(snap->Init());
   return std::unique_ptr<FoldSnapshot>(std::move(snap));
 }
 
 StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
-    FoldMeta meta;
-    std::string v;
-    auto read = [&](std::string_view name, bool* found) -> Status {
-      auto s = db_->Get(ro, store::MetaStoreKey(name), &v);
-      *found = s.ok();
-      if (s.ok() || s.IsNotFound()) return Status::OK();
-      return FromRocks(s, "reading fold metadata " + std::string(name));
-    };
-    bool found = false;
-    KVFOLD_RETURN_IF_ERROR(read(kCursorName, &found));
-    if (found) {
-      uint64_t c = 0;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &c));
-      meta.cursor = c;
-    }
-    KVFOLD_RETURN_IF_ERROR(read(kBucketName, &found));
-    if (found) meta.bucket = v;
-    KVFOLD_RETURN_IF_ERROR(read(kScopeName, &found));
-    if (found) {
-      std::vector<std::string> scope;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeStringList(v, &scope));
-      meta.scope = std::move(scope);
-    }
-    KVFOLD_RETURN_IF_ERROR(read(kCreatedName, &found));
-    if (found) meta.stream_created = v;
-    KVFOLD_RETURN_IF_ERROR(read(kLiveName, &found));
-    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.live_keys));
-    KVFOLD_RETURN_IF_ERROR(read(kEntriesName, &found));
-    if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.entries));
-    KVFOLD_RETURN_IF_ERROR(read(kSeedingName, &found));
-    if (found) meta.seeding = v;
-    KVFOLD_RETURN_IF_ERROR(read(kEvictionName, &found));
-    meta.eviction_observed = found;
-    KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
-    if (found) meta.last_repair = v;
-    KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
-    if (found && !format_v1_) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
-    KVFOLD_RETURN_IF_ERROR(read(kCursorTimeName, &found));
-    if (found) {
-      uint64_t t = 0;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
-      meta.cursor_time_ns = static_cast<int64_t>(t);
-    }
-    KVFOLD_RETURN_IF_ERROR(read(kMarkerTtlName, &found));
-    if (found) {
-      uint64_t t = 0;
-      KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
-      meta.marker_ttl_ns = static_cast<int64_t>(t);
-    }
-    return meta;
+  FoldMeta meta;
+  std::string v;
+  auto read = [&](std::string_view name, bool* found) -> Status {
+    auto s = db_->Get(ro, store::MetaStoreKey(name), &v);
+    *found = s.ok();
+    if (s.ok() || s.IsNotFound()) return Status::OK();
+    return FromRocks(s, "reading fold metadata " + std::string(name));
+  };
+  bool found = false;
+  KVFOLD_RETURN_IF_ERROR(read(kCursorName, &found));
+  if (found) {
+    uint64_t c = 0;
+    KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &c));
+    meta.cursor = c;
+  }
+  KVFOLD_RETURN_IF_ERROR(read(kBucketName, &found));
+  if (found) meta.bucket = v;
+  KVFOLD_RETURN_IF_ERROR(read(kScopeName, &found));
+  if (found) {
+    std::vector<std::string> scope;
+    KVFOLD_RETURN_IF_ERROR(store::DecodeStringList(v, &scope));
+    meta.scope = std::move(scope);
+  }
+  KVFOLD_RETURN_IF_ERROR(read(kCreatedName, &found));
+  if (found) meta.stream_created = v;
+  KVFOLD_RETURN_IF_ERROR(read(kLiveName, &found));
+  if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.live_keys));
+  KVFOLD_RETURN_IF_ERROR(read(kEntriesName, &found));
+  if (found) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.entries));
+  KVFOLD_RETURN_IF_ERROR(read(kSeedingName, &found));
+  if (found) meta.seeding = v;
+  KVFOLD_RETURN_IF_ERROR(read(kEvictionName, &found));
+  meta.eviction_observed = found;
+  KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
+  if (found) meta.last_repair = v;
+  KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));
+  if (found && !format_v1_) KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &meta.max_revision));
+  KVFOLD_RETURN_IF_ERROR(read(kCursorTimeName, &found));
+  if (found) {
+    uint64_t t = 0;
+    KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
+    meta.cursor_time_ns = static_cast<int64_t>(t);
+  }
+  KVFOLD_RETURN_IF_ERROR(read(kMarkerTtlName, &found));
+  if (found) {
+    uint64_t t = 0;
+    KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
+    meta.marker_ttl_ns = static_cast<int64_t>(t);
+  }
+  return meta;
 }
 
 bool AllDigits(std::string_view s) {
@@ -409,8 +406,7 @@ Status CheckDirectory(const std::string& path, const FoldOptions& options) {
   const bool exists = fs::exists(path, ec);
   if (!exists) {
     if (options.read_only || !options.create_if_missing) {
-      return Status::NotFound("no fold at " + path +
-                              " (the directory does not exist)");
+      return Status::NotFound("no fold at " + path + " (the directory does not exist)");
     }
     return Status::OK();
   }
@@ -420,15 +416,15 @@ Status CheckDirectory(const std::string& path, const FoldOptions& options) {
   const bool has_db = fs::exists(fs::path(path) / "CURRENT", ec);
   if (has_db) return Status::OK();
   if (options.read_only) {
-    return Status::NotFound("no fold at " + path +
-                            " (no RocksDB database in the directory)");
+    return Status::NotFound("no fold at " + path + " (no RocksDB database in the directory)");
   }
   // A creation cut short is finished by the next writer; RocksDB's own
   // lock still keeps two writers apart.
   if (!fs::is_empty(path, ec) && !OnlyCreationLeftovers(path)) {
     return Status::FailedPrecondition(
-        path + " is not empty and holds no fold; point --fold at an empty or "
-               "new directory");
+        path +
+        " is not empty and holds no fold; point --fold at an empty or "
+        "new directory");
   }
   return Status::OK();
 }
@@ -458,8 +454,7 @@ Status UpgradeFromFormat1(rocksdb::DB* db, const std::string& path) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
-                                              const FoldOptions& options) {
+StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path, const FoldOptions& options) {
   return store::OpenRocksFoldOnEnv(path, options, nullptr);
 }
 
@@ -495,11 +490,9 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   if (options.read_only) {
     // A secondary instance follows a primary another process may be
     // writing, without taking its lock; it needs its own directory for logs.
-    std::string tmpl =
-        (fs::temp_directory_path() / "kvfold-reader-XXXXXX").string();
+    std::string tmpl = (fs::temp_directory_path() / "kvfold-reader-XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) {
-      return Status::IOError("cannot create a temporary directory to follow " +
-                             path);
+      return Status::IOError("cannot create a temporary directory to follow " + path);
     }
     secondary_dir = tmpl;
     ro.max_open_files = -1;
@@ -522,8 +515,7 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   std::unique_ptr<rocksdb::DB> db(raw);
   std::string format;
   bool format_v1 = false;
-  auto fs_status = db->Get(rocksdb::ReadOptions(),
-                           store::MetaStoreKey(kFormatName), &format);
+  auto fs_status = db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(kFormatName), &format);
   if (fs_status.IsNotFound()) {
     // A database without the marker is either one a writer has just created
     // (empty: the marker is its first write) or not a fold at all.
@@ -555,8 +547,8 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
     format_v1 = options.read_only;
   } else if (format != kFormatValue) {
     return Status::Corruption("fold " + path + " has format \"" + format +
-                              "\"; this build reads \"" + std::string(kFormatV1) +
-                              "\" and \"" + std::string(kFormatValue) + "\"");
+                              "\"; this build reads \"" + std::string(kFormatV1) + "\" and \"" +
+                              std::string(kFormatValue) + "\"");
   }
   return std::unique_ptr<Fold>(
       new RocksFold(std::move(db), path, options, std::move(secondary_dir), format_v1));

@@ -20,8 +20,7 @@ namespace kvfold::store {
 // OpenRocksFold. Otherwise the Env must outlive the fold; read_only is
 // refused (a reader follows a directory on disk).
 StatusOr<std::unique_ptr<Fold>> OpenRocksFoldOnEnv(const std::string& path,
-                                                   const FoldOptions& options,
-                                                   rocksdb::Env* env);
+                                                   const FoldOptions& options, rocksdb::Env* env);
 
 }  // namespace kvfold::store
 

@@ -54,10 +54,10 @@ class AsyncCommitter {
   FoldCommit batch_;
   Status result_;
   std::chrono::steady_clock::duration took_{};  // guarded by mu_ until Wait returns
-  bool queued_ = false;  // guarded by mu_
-  bool done_ = false;    // guarded by mu_
-  bool stop_ = false;    // guarded by mu_
-  bool in_flight_ = false;  // the watch loop's own view
+  bool queued_ = false;                         // guarded by mu_
+  bool done_ = false;                           // guarded by mu_
+  bool stop_ = false;                           // guarded by mu_
+  bool in_flight_ = false;                      // the watch loop's own view
 };
 
 }  // namespace kvfold

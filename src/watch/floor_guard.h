@@ -79,9 +79,7 @@ class FloorGuard {
   // afresh.
   void StartStateSync(uint64_t first_seq, int64_t ts_ns, bool forget_received);
   // A relist put every delete at or below `revision` into the fold.
-  void RaiseRelistFloor(uint64_t revision) {
-    relist_floor_ = std::max(relist_floor_, revision);
-  }
+  void RaiseRelistFloor(uint64_t revision) { relist_floor_ = std::max(relist_floor_, revision); }
   // A stretch after received was read outside the marker window. Returns
   // true the first time (until the next ResetTo).
   bool LoseAnchor();

@@ -10,23 +10,21 @@
 // makes it 200). KVFOLD_KILLS_SEED=S replays the choices of a seed the test
 // printed (timings still vary from run to run).
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/base64.h"
 #include "kvfold/artifact.h"
@@ -60,8 +58,8 @@ constexpr uint64_t kBurst = kEvictMaxMsgs * 11 / 20;
 // repair long enough for a kill to land in it.
 std::vector<std::string> KeyUniverse() {
   std::vector<std::string> keys;
-  for (const auto& [prefix, n] :
-       std::vector<std::pair<std::string, int>>{{"a.", 1500}, {"b.", 1500}, {"c.", 1500}, {"z.", 500}}) {
+  for (const auto& [prefix, n] : std::vector<std::pair<std::string, int>>{
+           {"a.", 1500}, {"b.", 1500}, {"c.", 1500}, {"z.", 500}}) {
     for (int i = 0; i < n; ++i) keys.push_back(prefix + std::to_string(i));
   }
   return keys;
@@ -170,8 +168,9 @@ class KillCampaignTest : public ::testing::Test {
   CliExit Run(const std::vector<std::string>& args) { return RunCli(args, dir_.path()); }
 
   std::vector<std::string> MirrorArgs(const Target& t, bool until_caught_up) {
-    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", t.bucket,
-                                     "--fold", Path(t.name), "--repair-timeout", "60s"};
+    std::vector<std::string> args = {"mirror",     "--server",         server_.url(),
+                                     "--bucket",   t.bucket,           "--fold",
+                                     Path(t.name), "--repair-timeout", "60s"};
     for (const auto& p : t.scope) {
       args.push_back("--scope");
       args.push_back(p);
@@ -279,7 +278,7 @@ class KillCampaignTest : public ::testing::Test {
     // Pruning to the newest few at once (no minimum age) also prunes the
     // artifact a killed seed was reading now and then.
     const std::vector<std::string> args = {"export", "--fold", Path("keeper"), "--to", Arts(),
-                                           "--keep", "4", "--min-age", "0s"};
+                                           "--keep", "4",      "--min-age",    "0s"};
     const int code = SpawnAndKill(args, "export", milliseconds(rng_() % (2 * export_ms_ + 1)));
     CheckArtifacts();
     if (code != 0 && must_publish) {
@@ -291,8 +290,8 @@ class KillCampaignTest : public ::testing::Test {
   // A seed into an empty (or half-seeded) slot, killed at a random moment
   // unless `killable` is false.
   void SeedRound(Target& slot, bool killable) {
-    std::vector<std::string> args = {"seed", "--fold", Path(slot.name), "--from", Arts(),
-                                     "--bucket", kEvict};
+    std::vector<std::string> args = {"seed", "--fold",   Path(slot.name), "--from",
+                                     Arts(), "--bucket", kEvict};
     const std::string err = Path(slot.name + ".err");
     pid_t pid = SpawnCli(args, Path(slot.name + ".out"), err);
     if (killable) {
@@ -349,7 +348,8 @@ class KillCampaignTest : public ::testing::Test {
         uint64_t end = 0;
         writer.Exclusive([&](KvClient& kv, std::mt19937_64& rng) {
           std::vector<std::string> keys;
-          for (uint64_t i = 0; i < kBurst; ++i) keys.push_back(writer.keys()[rng() % writer.keys().size()]);
+          for (uint64_t i = 0; i < kBurst; ++i)
+            keys.push_back(writer.keys()[rng() % writer.keys().size()]);
           end = Burst(kv, rng, kEvict, keys);
         });
         WaitKeeper(end);
@@ -406,7 +406,8 @@ class KillCampaignTest : public ::testing::Test {
       }
       if (stored->deleted ? it != recorded.end()
                           : (it == recorded.end() || !(it->second == *stored))) {
-        if (++disagree <= 5) ADD_FAILURE() << bucket << ": the stream and the writer differ on " << key;
+        if (++disagree <= 5)
+          ADD_FAILURE() << bucket << ": the stream and the writer differ on " << key;
       }
     }
     EXPECT_EQ(disagree, 0) << bucket;
@@ -517,7 +518,8 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   ASSERT_EQ(Run({"seed", "--fold", Path("seed0"), "--from", Arts()}).code, 0);
   seed_ms_ = std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
   std::fprintf(stderr, "kill campaign: a clean export takes %llu ms, a seed %llu ms\n",
-               static_cast<unsigned long long>(export_ms_), static_cast<unsigned long long>(seed_ms_));
+               static_cast<unsigned long long>(export_ms_),
+               static_cast<unsigned long long>(seed_ms_));
   CheckArtifacts();
 
   const std::vector<std::string> restore = {"--repair", "restore", "--artifacts", Arts()};
@@ -614,8 +616,10 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
                "campaign %lld ms, whole test %lld ms\n",
                by.c_str(), kills_mid_repair_, episodes_, seeds_discarded_,
                static_cast<unsigned long long>(writer.ops()),
-               static_cast<long long>(std::chrono::duration_cast<milliseconds>(campaign_end - started).count()),
-               static_cast<long long>(std::chrono::duration_cast<milliseconds>(Clock::now() - started).count()));
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(campaign_end - started).count()),
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(Clock::now() - started).count()));
   std::printf("kills: %d, diverged: %d\n", kills_, diverged);
   std::fflush(stdout);
   EXPECT_EQ(diverged, 0);

@@ -3,17 +3,16 @@
 // listed artifact verifies, the pointer names one of them), and a re-run
 // of the seed finishes to exactly the exported fold.
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <random>
 #include <thread>
 
+#include "fold_view.h"
 #include "kvfold/artifact.h"
 #include "kvfold/fold.h"
-#include "fold_view.h"
 #include "live/cli_process.h"
 #include "test_dir.h"
 
@@ -66,9 +65,9 @@ TEST(ProcessKillTest, ExportKilledAnywhereLeavesOnlyWholeArtifacts) {
   // Time one clean export to spread the kills over its run.
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(RunCli({"export", "--fold", fold, "--to", loc}, dir.path()).code, 0);
-  const auto clean_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+  const auto clean_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   // An older artifact of the same bucket and stream, so each killed export
   // is replacing a pointer that must stay whole.
   const std::string older = dir.path() + "/older";
@@ -110,14 +109,15 @@ TEST(ProcessKillTest, SeedKilledAnywhereIsFinishedByAReRun) {
   const auto expected = Live(fold);
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(RunCli({"seed", "--fold", dir.path() + "/timing", "--from", loc}, dir.path()).code, 0);
-  const auto clean_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - t0)
-                            .count();
+  const auto clean_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::mt19937_64 rng(13);
   int killed_mid_run = 0;
   for (int round = 0; round < 6; ++round) {
     const std::string target = dir.path() + "/seeded" + std::to_string(round);
-    pid_t pid = SpawnCli({"seed", "--fold", target, "--from", loc}, dir.path() + "/o", dir.path() + "/e");
+    pid_t pid =
+        SpawnCli({"seed", "--fold", target, "--from", loc}, dir.path() + "/o", dir.path() + "/e");
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % (clean_us + 1)));
     kill(pid, SIGKILL);
     if (WaitExit(pid) == 128 + SIGKILL) ++killed_mid_run;

@@ -31,8 +31,8 @@ void ChunkObject(std::string_view bytes) {
 }
 
 void ChunkRecords(std::string_view bytes) {
-  (void)artifact::ForEachRecord(bytes, "fuzz",
-                                [](std::string_view, uint64_t, std::string_view) { return Status::OK(); });
+  (void)artifact::ForEachRecord(
+      bytes, "fuzz", [](std::string_view, uint64_t, std::string_view) { return Status::OK(); });
 }
 
 void Pointer(std::string_view bytes) { (void)artifact::DecodePointer(bytes, "fuzz"); }

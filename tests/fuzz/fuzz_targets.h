@@ -20,7 +20,7 @@ void LeaseRecord(std::string_view bytes);    // export lease JSON
 void FoldRecord(std::string_view bytes);     // fold entry / meta values
 void AckReply(std::string_view bytes);       // JetStream ack reply subject
 void Base64(std::string_view bytes);
-void ObjectName(std::string_view bytes);     // object names a location lists
+void ObjectName(std::string_view bytes);  // object names a location lists
 
 }  // namespace kvfold::fuzz
 

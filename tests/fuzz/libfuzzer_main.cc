@@ -8,7 +8,6 @@
 #include "fuzz/fuzz_targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  kvfold::fuzz::KVFOLD_FUZZ_TARGET(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  kvfold::fuzz::KVFOLD_FUZZ_TARGET(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -3,11 +3,10 @@
 // pointer under concurrent exporters, the export lease and the CLI.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -18,12 +17,12 @@
 #include "artifact/object_store_transport.h"
 #include "artifact/signer.h"
 #include "core/base64.h"
-#include "kvfold/kvfold.h"
 #include "fold_view.h"
+#include "kvfold/kvfold.h"
 #include "live/cli_process.h"
-#include "pointer_race.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
+#include "pointer_race.h"
 
 namespace kvfold::live {
 namespace {
@@ -65,7 +64,9 @@ class ArtifactLiveTest : public ::testing::Test {
     return j;
   }
 
-  void SetUp() override { ASSERT_EQ(natsConnection_ConnectTo(&raw_, server_.url().c_str()), NATS_OK); }
+  void SetUp() override {
+    ASSERT_EQ(natsConnection_ConnectTo(&raw_, server_.url().c_str()), NATS_OK);
+  }
   void TearDown() override { natsConnection_Destroy(raw_); }
 
   NatsServer server_;
@@ -77,7 +78,8 @@ class ArtifactLiveTest : public ::testing::Test {
 
 TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
   kv_.CreateBucket("app");
-  for (int i = 0; i < 2000; ++i) kv_.Put("app", "k" + std::to_string(i % 700), "v" + std::to_string(i));
+  for (int i = 0; i < 2000; ++i)
+    kv_.Put("app", "k" + std::to_string(i % 700), "v" + std::to_string(i));
   for (int i = 0; i < 50; ++i) kv_.Delete("app", "k" + std::to_string(i * 3));
   auto exporter = NewFold("exporter");
   ASSERT_TRUE(CatchUp(*exporter).ok());
@@ -101,7 +103,8 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
 
     // The seeded fold resumes from the artifact's cursor: delta only.
     const uint64_t cursor = *seeded->ReadMeta()->cursor;
-    for (int i = 0; i < 5; ++i) kv_.Put("app", "new" + std::to_string(n) + "." + std::to_string(i), "x");
+    for (int i = 0; i < 5; ++i)
+      kv_.Put("app", "new" + std::to_string(n) + "." + std::to_string(i), "x");
     std::vector<uint64_t> revisions;
     ASSERT_TRUE(CatchUp(*seeded, &revisions).ok());
     ASSERT_EQ(revisions.size(), 5u);
@@ -370,7 +373,8 @@ TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {
   for (int i = 0; i < 6; ++i) {
     racers.emplace_back([&, i] {
       auto l = ExportLease::Open(connect_, "leases");
-      if (*(*l)->TryAcquire("export.race", "node-" + std::to_string(i), milliseconds(60000))) ++winners;
+      if (*(*l)->TryAcquire("export.race", "node-" + std::to_string(i), milliseconds(60000)))
+        ++winners;
     });
   }
   for (auto& t : racers) t.join();
@@ -388,14 +392,15 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
     if (out) *out = e.out;
     return e.code;
   };
-  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "app", "--fold",
-                          dir_.path() + "/fold", "--export-to", arts, "--export-every", "300ms",
-                          "--lease-bucket", "leases"},
-                         dir_.path() + "/mirror.out", dir_.path() + "/mirror.err");
+  pid_t mirror = SpawnCli(
+      {"mirror", "--server", server_.url(), "--bucket", "app", "--fold", dir_.path() + "/fold",
+       "--export-to", arts, "--export-every", "300ms", "--lease-bucket", "leases"},
+      dir_.path() + "/mirror.out", dir_.path() + "/mirror.err");
   std::string listing;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (run({"artifacts", "list", arts}, &listing) == 0 && listing.find("latest") != std::string::npos &&
+    if (run({"artifacts", "list", arts}, &listing) == 0 &&
+        listing.find("latest") != std::string::npos &&
         listing.find("500 entries") != std::string::npos) {
       break;
     }
@@ -420,7 +425,8 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   EXPECT_EQ(a, b);
 
   // Corrupt one chunk: verify names it and fails.
-  const std::string chunk = dir_.path() + "/arts/" + m["artifact"].get<std::string>() + "/chunk-000000";
+  const std::string chunk =
+      dir_.path() + "/arts/" + m["artifact"].get<std::string>() + "/chunk-000000";
   std::string bytes = ReadWholeFile(chunk);
   bytes[bytes.size() / 2] ^= 1;
   std::ofstream(chunk, std::ios::binary) << bytes;
@@ -445,7 +451,9 @@ TEST_F(ArtifactLiveTest, CliPruneMinAgeAndDiscardingAnUnfinishedSeed) {
   auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
   auto mirror_and_export = [&] {
     ASSERT_EQ(run({"mirror", "--server", server_.url(), "--bucket", "app", "--fold", fold,
-                   "--until-caught-up"}).code, 0);
+                   "--until-caught-up"})
+                  .code,
+              0);
     ASSERT_EQ(run({"export", "--fold", fold, "--to", arts}).code, 0);
   };
   mirror_and_export();
@@ -492,7 +500,9 @@ TEST_F(ArtifactLiveTest, CliSeedRefusesAnArtifactOfAnotherBucket) {
   const std::string arts = "dir:" + dir_.path() + "/arts";
   auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
   ASSERT_EQ(run({"mirror", "--server", server_.url(), "--bucket", "app", "--fold",
-                 dir_.path() + "/fold", "--until-caught-up"}).code, 0);
+                 dir_.path() + "/fold", "--until-caught-up"})
+                .code,
+            0);
   ASSERT_EQ(run({"export", "--fold", dir_.path() + "/fold", "--to", arts}).code, 0);
 
   const std::string fresh = dir_.path() + "/fresh";
@@ -537,8 +547,8 @@ TEST_F(ArtifactLiveTest, CliRefusesAnArtifactOfANewerSchemaOnEveryPath) {
   const std::string behind = dir_.path() + "/behind", ahead = dir_.path() + "/ahead";
   auto run = [&](const std::vector<std::string>& args) { return RunCli(args, dir_.path()); };
   auto mirror = [&](const std::string& fold, const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "app",
-                                     "--fold", fold, "--until-caught-up"};
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket",
+                                     "app",    "--fold",   fold,          "--until-caught-up"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
   };

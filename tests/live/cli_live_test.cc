@@ -2,18 +2,16 @@
 // exit codes and output formats checked exactly.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/base64.h"
 #include "live/cli_process.h"
@@ -37,8 +35,8 @@ class CliLiveTest : public ::testing::Test {
 
   Exit Mirror(const std::string& bucket, const std::string& fold,
               std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", bucket,
-                                     "--fold", fold, "--until-caught-up"};
+    std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket",
+                                     bucket,   "--fold",   fold,          "--until-caught-up"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Run(args);
   }
@@ -56,7 +54,8 @@ class CliLiveTest : public ::testing::Test {
       const std::string key = j["key"];
       EXPECT_LT(previous, key) << "dump must be sorted by key bytes";
       previous = key;
-      out[key] = Entry{j["revision"].get<uint64_t>(), false, *core::Base64Decode(j["value"].get<std::string>())};
+      out[key] = Entry{j["revision"].get<uint64_t>(), false,
+                       *core::Base64Decode(j["value"].get<std::string>())};
     }
     return out;
   }
@@ -89,7 +88,8 @@ class CliLiveTest : public ::testing::Test {
 
 TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
   kv_.CreateBucket("app");
-  for (int i = 0; i < 40; ++i) kv_.Put("app", "cfg." + std::to_string(i % 12), "v" + std::to_string(i));
+  for (int i = 0; i < 40; ++i)
+    kv_.Put("app", "cfg." + std::to_string(i % 12), "v" + std::to_string(i));
   kv_.Put("app", "bin", std::string("\x00\xfe\n\"", 4));
   kv_.Delete("app", "cfg.3");
   kv_.Purge("app", "cfg.4");
@@ -158,7 +158,8 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
            {},
            {"mirror", "--bucket", "b", "--fold", "f"},  // no --server
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--batch", "0"},
-           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--scope", "a b"},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--scope",
+            "a b"},
            {"mirror", "--server", server_.url(), "--bucket", "b.c", "--fold", Fold()},
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--user", "u"},
            {"dump", "--fold", Fold(), "--bogus"},
@@ -252,8 +253,8 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
   uint64_t last = 0;
   for (int i = 0; i < 20; ++i) last = kv_.Put("live", "k" + std::to_string(i), "v0");
   const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
-  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()},
-                       out, err);
+  pid_t mirror = SpawnCli(
+      {"mirror", "--server", server_.url(), "--bucket", "live", "--fold", Fold()}, out, err);
   // Once the mirror has created its fold, every read must succeed.
   ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
   for (int round = 1; round <= 5; ++round) {
@@ -277,9 +278,9 @@ TEST_F(CliLiveTest, ReadersWorkWhileMirrorRunsAndSigtermFlushes) {
 TEST_F(CliLiveTest, MirrorKilledWithSigkillResumesToTheTruth) {
   kv_.CreateBucket("kill");
   const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
-  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "kill", "--fold", Fold(),
-                        "--batch", "7"},
-                       out, err);
+  pid_t mirror = SpawnCli(
+      {"mirror", "--server", server_.url(), "--bucket", "kill", "--fold", Fold(), "--batch", "7"},
+      out, err);
   for (int i = 0; i < 3000; ++i) {
     kv_.Put("kill", "k" + std::to_string(i % 300), "v" + std::to_string(i));
     if (i == 1500) kill(mirror, SIGKILL);
@@ -318,9 +319,9 @@ TEST_F(CliLiveTest, MirrorKilledMidRestoreFinishesTheRestoreOnRestart) {
   ASSERT_EQ(Mirror("rk", Fold("a")).code, 0);
   const std::string arts = "dir:" + dir_.path() + "/arts";
   ASSERT_EQ(Run({"export", "--fold", Fold("a"), "--to", arts}).code, 0);
-  const std::vector<std::string> args = {"mirror", "--server", server_.url(), "--bucket", "rk",
-                                         "--fold", Fold("b"), "--until-caught-up",
-                                         "--artifacts", arts, "--batch", "200"};
+  const std::vector<std::string> args = {
+      "mirror",  "--server",          server_.url(), "--bucket", "rk",      "--fold",
+      Fold("b"), "--until-caught-up", "--artifacts", arts,       "--batch", "200"};
   const std::string out = dir_.path() + "/m.out", err = dir_.path() + "/m.err";
   int killed = 0;
   for (int delay_ms : {150, 300, 450}) {

@@ -4,18 +4,16 @@
 // truth, and leave no consumer behind beyond a bound.
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
@@ -83,7 +81,8 @@ class ClusterLiveTest : public ::testing::Test {
         const json info = kv_.StreamInfo(bucket);
         const json& cl = info.value("cluster", json::object());
         int current = 0;
-        for (const auto& r : cl.value("replicas", json::array())) current += r.value("current", false);
+        for (const auto& r : cl.value("replicas", json::array()))
+          current += r.value("current", false);
         if (!cl.value("leader", "").empty() && current >= 2) return;
       } catch (const std::exception&) {
       }
@@ -159,7 +158,8 @@ class ClusterLiveTest : public ::testing::Test {
       std::mt19937_64 rng(17);
       try {
         while (!stop_writer_) {
-          const std::string key = std::string(rng() % 2 ? "a." : "b.") + std::to_string(rng() % 250);
+          const std::string key =
+              std::string(rng() % 2 ? "a." : "b.") + std::to_string(rng() % 250);
           if (rng() % 5 == 0) {
             kv_.Delete(bucket, key);
           } else {

@@ -11,8 +11,8 @@
 #include <mutex>
 #include <thread>
 
-#include "kvfold/kvfold.h"
 #include "fold_view.h"
+#include "kvfold/kvfold.h"
 #include "live/kv_client.h"
 #include "live/nats_proxy.h"
 #include "live/nats_server.h"

@@ -64,16 +64,11 @@ json KvClient::Api(const std::string& subject, const json& body,
 
 void KvClient::CreateBucket(const std::string& bucket, const json& overrides) {
   json cfg = {
-      {"name", "KV_" + bucket},
-      {"subjects", {"$KV." + bucket + ".>"}},
-      {"retention", "limits"},
-      {"max_msgs_per_subject", 10},
-      {"discard", "new"},
-      {"allow_rollup_hdrs", true},
-      {"deny_delete", true},
-      {"deny_purge", false},
-      {"allow_direct", true},
-      {"storage", "file"},
+      {"name", "KV_" + bucket}, {"subjects", {"$KV." + bucket + ".>"}},
+      {"retention", "limits"},  {"max_msgs_per_subject", 10},
+      {"discard", "new"},       {"allow_rollup_hdrs", true},
+      {"deny_delete", true},    {"deny_purge", false},
+      {"allow_direct", true},   {"storage", "file"},
       {"num_replicas", 1},
   };
   for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
@@ -130,7 +125,8 @@ uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
   }
 }
 
-uint64_t KvClient::Put(const std::string& bucket, const std::string& key, const std::string& value) {
+uint64_t KvClient::Put(const std::string& bucket, const std::string& key,
+                       const std::string& value) {
   return Write(bucket, key, value, nullptr);
 }
 uint64_t KvClient::PutWithTtl(const std::string& bucket, const std::string& key,

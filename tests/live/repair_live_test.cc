@@ -126,7 +126,8 @@ class RepairLiveTest : public ::testing::Test {
 // no value is fetched by the repair, and no restore runs.
 TEST_F(RepairLiveTest, HistoryOneBucketGapIsRelistedWithDefaults) {
   kv_.CreateBucket("h1", {{"max_msgs_per_subject", 1}});
-  for (int i = 0; i < 300; ++i) kv_.Put("h1", "k" + std::to_string(i % 400), "v" + std::to_string(i));
+  for (int i = 0; i < 300; ++i)
+    kv_.Put("h1", "k" + std::to_string(i % 400), "v" + std::to_string(i));
   auto n = NewNode("n");
   ASSERT_TRUE(CatchUp("h1", *n).ok());
   const uint64_t cursor = *n->fold->ReadMeta()->cursor;
@@ -365,7 +366,8 @@ TEST_F(RepairLiveTest, QuietPrefixStaysUpUnderChurnAndARealOverrunTrips) {
   uint64_t written = 0;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   while (std::chrono::steady_clock::now() < until) {
-    for (int i = 0; i < 100; ++i) kv_.PutNoAck("pc", "churn." + std::to_string(written++ % 500), "x");
+    for (int i = 0; i < 100; ++i)
+      kv_.PutNoAck("pc", "churn." + std::to_string(written++ % 500), "x");
     kv_.Flush();
     std::this_thread::sleep_for(milliseconds(10));
   }

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <thread>
 
-#include "kvfold/kvfold.h"
 #include "fold_view.h"
+#include "kvfold/kvfold.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 #include "nats/ordered_delivery.h"
@@ -47,7 +47,9 @@ class WatchLiveTest : public ::testing::Test {
     Result r;
     o.until_caught_up = true;
     o.linger = milliseconds(5);
-    o.log = [](std::string_view line) { std::fprintf(stderr, "watch: %.*s\n", int(line.size()), line.data()); };
+    o.log = [](std::string_view line) {
+      std::fprintf(stderr, "watch: %.*s\n", int(line.size()), line.data());
+    };
     o.apply = [&r](const Change& c) {
       r.revisions.push_back(c.revision);
       return Status::OK();
@@ -95,7 +97,8 @@ class WatchLiveTest : public ::testing::Test {
 
 TEST_F(WatchLiveTest, PutDeletePurgeFoldToTheTruth) {
   kv_.CreateBucket("cfg");
-  for (int i = 0; i < 30; ++i) kv_.Put("cfg", "k." + std::to_string(i % 10), "v" + std::to_string(i));
+  for (int i = 0; i < 30; ++i)
+    kv_.Put("cfg", "k." + std::to_string(i % 10), "v" + std::to_string(i));
   kv_.Delete("cfg", "k.3");
   kv_.Purge("cfg", "k.4");
   kv_.Put("cfg", "k.4", "back");
@@ -254,12 +257,14 @@ TEST_F(WatchLiveTest, SurvivesServerKilledAndRestartedOnTheSameStore) {
   o.reconnect_backoff_min = milliseconds(200);
   o.metrics = &metrics;
   BackgroundWatch watch(*source, *fold, o);
-  for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 30), "during-" + std::to_string(i));
+  for (int i = 0; i < 100; ++i)
+    kv_.Put("r", "k" + std::to_string(i % 30), "during-" + std::to_string(i));
   std::this_thread::sleep_for(milliseconds(300));
   server_.Kill();
   std::this_thread::sleep_for(milliseconds(500));
   server_.Start();
-  for (int i = 0; i < 100; ++i) kv_.Put("r", "k" + std::to_string(i % 40), "after-" + std::to_string(i));
+  for (int i = 0; i < 100; ++i)
+    kv_.Put("r", "k" + std::to_string(i % 40), "after-" + std::to_string(i));
   kv_.Delete("r", "k7");
   const uint64_t last = kv_.LastSeq("r");
   watch.WaitForCursor(last, std::chrono::seconds(60));

@@ -18,11 +18,16 @@ using rocksdb::Slice;
 
 const char* EnvFaultName(EnvFault f) {
   switch (f) {
-    case EnvFault::kNone: return "none";
-    case EnvFault::kError: return "env-error";
-    case EnvFault::kKill: return "env-kill";
-    case EnvFault::kKillTorn: return "env-kill-torn";
-    case EnvFault::kPowerCut: return "env-power-cut";
+    case EnvFault::kNone:
+      return "none";
+    case EnvFault::kError:
+      return "env-error";
+    case EnvFault::kKill:
+      return "env-kill";
+    case EnvFault::kKillTorn:
+      return "env-kill-torn";
+    case EnvFault::kPowerCut:
+      return "env-power-cut";
   }
   return "?";
 }
@@ -48,8 +53,7 @@ struct FaultEnv::State {
     if (!counted) return EnvFault::kNone;
     if (++ops != armed_at || fault == EnvFault::kNone) return EnvFault::kNone;
     ++fired;
-    if (fault == EnvFault::kKill || fault == EnvFault::kKillTorn ||
-        fault == EnvFault::kPowerCut) {
+    if (fault == EnvFault::kKill || fault == EnvFault::kKillTorn || fault == EnvFault::kPowerCut) {
       dead = true;
       power_cut = fault == EnvFault::kPowerCut;
     }
@@ -70,7 +74,9 @@ IOStatus Injected(EnvFault f) {
 // What a dead process opens for writing: nothing reaches the disk.
 class VoidFile final : public FSWritableFile {
  public:
-  IOStatus Append(const Slice&, const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Append(const Slice&, const IOOptions&, IODebugContext*) override {
+    return IOStatus::OK();
+  }
   IOStatus Close(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
   IOStatus Flush(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
   IOStatus Sync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
@@ -86,13 +92,15 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
  public:
   FaultFile(std::unique_ptr<FSWritableFile> f, std::string name,
             std::shared_ptr<FaultEnv::State> state)
-      : FSWritableFileOwnerWrapper(std::move(f)), name_(std::move(name)), state_(std::move(state)) {}
+      : FSWritableFileOwnerWrapper(std::move(f)),
+        name_(std::move(name)),
+        state_(std::move(state)) {}
 
   IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* d) override {
     return Write(data, [&](const Slice& s) { return target()->Append(s, o, d); });
   }
-  IOStatus Append(const Slice& data, const IOOptions& o,
-                  const rocksdb::DataVerificationInfo& v, IODebugContext* d) override {
+  IOStatus Append(const Slice& data, const IOOptions& o, const rocksdb::DataVerificationInfo& v,
+                  IODebugContext* d) override {
     return Write(data, [&](const Slice& s) { return target()->Append(s, o, v, d); });
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,

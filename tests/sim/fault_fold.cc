@@ -7,12 +7,18 @@ Status Dead() { return Status::IOError("simulated crash: the process is gone"); 
 
 const char* FaultName(Fault f) {
   switch (f) {
-    case Fault::kNone: return "none";
-    case Fault::kFailBefore: return "fail-before";
-    case Fault::kFailAfter: return "fail-after";
-    case Fault::kCrashBefore: return "crash-before";
-    case Fault::kCrashAfter: return "crash-after";
-    case Fault::kTorn: return "torn";
+    case Fault::kNone:
+      return "none";
+    case Fault::kFailBefore:
+      return "fail-before";
+    case Fault::kFailAfter:
+      return "fail-after";
+    case Fault::kCrashBefore:
+      return "crash-before";
+    case Fault::kCrashAfter:
+      return "crash-after";
+    case Fault::kTorn:
+      return "torn";
   }
   return "?";
 }
@@ -49,7 +55,7 @@ Status FaultFold::Commit(const FoldCommit& commit) {
   ++attempts_;
   if (fail_all_) {
     ++fired_;
-    return Status::IOError("simulated persistent store failure");
+    return fail_all_with_;
   }
   auto armed = armed_.find(attempts_);
   if (armed == armed_.end() || armed->second == Fault::kNone) {

@@ -41,7 +41,14 @@ class FaultFold final : public Fold {
   // Injects `fault` at the `n`-th attempt too (a schedule of several).
   void Add(int n, Fault fault) { armed_[n] = fault; }
   // Every commit attempt from now on fails before applying.
-  void FailEveryCommit() { fail_all_ = true; }
+  void FailEveryCommit() {
+    FailEveryCommitWith(Status::IOError("simulated persistent store failure"));
+  }
+  // ... with `why`.
+  void FailEveryCommitWith(Status why) {
+    fail_all_ = true;
+    fail_all_with_ = std::move(why);
+  }
   void StopFailing() { fail_all_ = false; }
 
   // Asked before and after each call: true once the process died under
@@ -71,6 +78,7 @@ class FaultFold final : public Fold {
     return crashed_;
   }
   bool fail_all_ = false;
+  Status fail_all_with_;
   // Commit runs on the watcher's committer thread while it reads.
   std::atomic<int> attempts_{0};
   std::atomic<bool> crashed_{false};

@@ -353,8 +353,8 @@ TEST(RepairSimTest, LaggingPendingCounterNeverMovesTheCursorPastMessagesInFlight
   Node n;
   ASSERT_TRUE(RunNode(b, n).ok());
   for (int i = 0; i < 6; ++i) b.Put("k." + std::to_string(i), "v1");
-  b.LagPending(6);        // the counter says 0 pending throughout
-  b.StallDeliveries(4);   // and the messages are late
+  b.LagPending(6);       // the counter says 0 pending throughout
+  b.StallDeliveries(4);  // and the messages are late
   Status s = RunNode(b, n);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectConverged(b, n);
@@ -408,7 +408,7 @@ TEST(RepairSimTest, QuietPrefixSurvivesChurnAndARealOverrunTrips) {
   reads = 0;
   b.on_read_stream = [&] {
     if (++reads > 500) stop2.request_stop();  // bound: a watch that never trips ends
-    if (done || reads < 4) return;  // mid-watch, after the session started
+    if (done || reads < 4) return;            // mid-watch, after the session started
     done = true;
     b.Put("q.2", "lost before delivery");
     for (int i = 0; i < 40; ++i) b.Put("churn." + std::to_string(i), "y");
@@ -651,10 +651,13 @@ TEST(RepairSimTest, CrashAtEveryRestoreCommitThenRestartConverges) {
   ASSERT_TRUE(RunNode(b, a).ok());
   arts.Export(*a.fold, 64);  // a chunk every few entries
   FoldCommit copy;
-  ASSERT_TRUE(stale.fold->Scan("", true, [&](std::string_view k, const Entry& e) {
-    copy.entries.emplace(std::string(k), e);
-    return true;
-  }).ok());
+  ASSERT_TRUE(stale.fold
+                  ->Scan("", true,
+                         [&](std::string_view k, const Entry& e) {
+                           copy.entries.emplace(std::string(k), e);
+                           return true;
+                         })
+                  .ok());
   const FoldMeta meta = *stale.fold->ReadMeta();
   copy.cursor = meta.cursor;
   copy.bucket = meta.bucket;
@@ -662,8 +665,8 @@ TEST(RepairSimTest, CrashAtEveryRestoreCommitThenRestartConverges) {
   copy.stream_created = meta.stream_created;
   TestDir dir;
   int schedules = 0;
-  for (Fault fault : {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kFailBefore,
-                      Fault::kFailAfter}) {
+  for (Fault fault :
+       {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kFailBefore, Fault::kFailAfter}) {
     for (int at = 1;; ++at) {
       FoldOptions fo;
       fo.sync = false;  // process crashes are what this models

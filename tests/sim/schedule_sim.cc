@@ -4,7 +4,8 @@
 // fold a REAL RocksDB fold on a fault-injecting in-memory file system, and
 // artifacts exported mid-run. After each schedule the oracles decide.
 //
-//   kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N] [--verbose]
+//   kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N]
+//   [--verbose]
 //
 // Prints exactly one summary line, `sim: N schedules, M scenarios, D
 // divergences`, and exits 1 when D > 0 (the first divergences are detailed
@@ -27,9 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "fold_view.h"
 #include "kvfold/artifact.h"
 #include "kvfold/repair.h"
-#include "fold_view.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_env.h"
 #include "sim/fault_fold.h"
@@ -60,7 +61,8 @@ struct Schedule {
       n += std::string(f.env ? EnvFaultName(f.file) : FaultName(f.commit)) + "@" +
            std::to_string(f.at);
     }
-    if (persistent_run > 0) n += (n.empty() ? "" : "+") + std::string("persistent@run") + std::to_string(persistent_run);
+    if (persistent_run > 0)
+      n += (n.empty() ? "" : "+") + std::string("persistent@run") + std::to_string(persistent_run);
     return n.empty() ? "no-fault" : n;
   }
 };
@@ -80,8 +82,7 @@ enum class Expect { kOk, kCursorExpired };
 // apply hook keeps, an exporter node that keeps up, and the artifacts.
 class Harness {
  public:
-  Harness(const Config& config, const Schedule& schedule)
-      : config_(config), schedule_(schedule) {
+  Harness(const Config& config, const Schedule& schedule) : config_(config), schedule_(schedule) {
     b.set_idle_clock(&clock_);
     // The env takes one armed fault (schedules put at most one there),
     // armed before the first open: opening the store writes too.
@@ -125,7 +126,9 @@ class Harness {
     o.until_caught_up = true;
     o.artifacts = source_.get();
     if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
-      o.log = [](std::string_view l) { std::fprintf(stderr, "watch: %.*s\n", (int)l.size(), l.data()); };
+      o.log = [](std::string_view l) {
+        std::fprintf(stderr, "watch: %.*s\n", (int)l.size(), l.data());
+      };
     }
     return o;
   }
@@ -238,8 +241,11 @@ class Harness {
     std::string d;
     for (const auto& [k, e] : a) {
       auto it = b.find(k);
-      if (it == b.end()) d += " +" + k + "@" + std::to_string(e.revision);
-      else if (!(it->second == e)) d += " ~" + k + "@" + std::to_string(e.revision) + "/" + std::to_string(it->second.revision);
+      if (it == b.end())
+        d += " +" + k + "@" + std::to_string(e.revision);
+      else if (!(it->second == e))
+        d +=
+            " ~" + k + "@" + std::to_string(e.revision) + "/" + std::to_string(it->second.revision);
     }
     for (const auto& [k, e] : b) {
       if (!a.contains(k)) d += " -" + k + "@" + std::to_string(e.revision);
@@ -349,8 +355,8 @@ class Harness {
     });
     if (meta->live_keys != live || meta->entries != all) {
       Diverge(when + ": counters " + std::to_string(meta->live_keys) + "/" +
-              std::to_string(meta->entries) + " but the fold holds " + std::to_string(live) +
-              "/" + std::to_string(all));
+              std::to_string(meta->entries) + " but the fold holds " + std::to_string(live) + "/" +
+              std::to_string(all));
     }
     const uint64_t cursor = meta->cursor.value_or(0);
     if (meta->stream_created == created_) {
@@ -495,20 +501,24 @@ std::vector<Scenario> Scenarios() {
                  WriteHistory(h.b, 8, 3);
                  h.Run(h.Options());
                }});
-  s.push_back({"single-prefix", [](Harness& h) {
+  s.push_back({"single-prefix",
+               [](Harness& h) {
                  h.scope = *Scope::Make({"a."});
                  WriteHistory(h.b, 0, 4);
                  h.Run(h.Options());
                  WriteHistory(h.b, 4, 6);
                  h.Run(h.Options());
-               }, true});
-  s.push_back({"multi-prefix", [](Harness& h) {
+               },
+               true});
+  s.push_back({"multi-prefix",
+               [](Harness& h) {
                  h.scope = *Scope::Make({"a.", "c"});
                  WriteHistory(h.b, 0, 4);
                  h.Run(h.Options());
                  WriteHistory(h.b, 4, 6);
                  h.Run(h.Options());
-               }, true});
+               },
+               true});
   // Retention by size here, by count in the trip and auto scenarios, by
   // age in relist-refused-evicting: the watcher must treat them alike.
   s.push_back({"resume-expired", [](Harness& h) {
@@ -652,7 +662,8 @@ std::vector<Scenario> Scenarios() {
                  h.b.StallDeliveries(3);
                  h.Run(h.Options());
                }});
-  s.push_back({"purge-while-behind", [](Harness& h) {
+  s.push_back({"purge-while-behind",
+               [](Harness& h) {
                  h.b.SetRollupSkips(true);  // nats-server < 2.9.12
                  WriteHistory(h.b, 0, 3);
                  h.Run(h.Options());
@@ -668,7 +679,8 @@ std::vector<Scenario> Scenarios() {
                  h.Run(h.Options());
                  h.on_change = nullptr;
                  h.Run(h.Options());  // what came after the first run's end
-               }, true});
+               },
+               true});
   for (const bool history_one : {false, true}) {
     // The same during a fresh node's state sync: last-per-subject, or
     // sequential from the first retained message on a history-1 bucket.
@@ -815,7 +827,8 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool 
   if (deep) {
     for (int a = 1; a <= last; ++a) {
       for (int at = 1; at <= ops; at += 3) {
-        out.push_back({{commit(a, Fault::kCrashBefore), Injection{true, at, Fault::kNone, EnvFault::kPowerCut}}});
+        out.push_back({{commit(a, Fault::kCrashBefore),
+                        Injection{true, at, Fault::kNone, EnvFault::kPowerCut}}});
       }
     }
   }
@@ -829,11 +842,11 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool 
 
 struct Options {
   bool deep = false;
-  bool quick = false;  // single faults at batch size 1 only (the mutation runs)
+  bool quick = false;      // single faults at batch size 1 only (the mutation runs)
   bool fail_fast = false;  // stop at the first divergence
   bool verbose = false;
   std::string only;
-  int threads = 4;  // a schedule waits on its watcher's threads now and then
+  int threads = 4;   // a schedule waits on its watcher's threads now and then
   size_t limit = 0;  // schedules per scenario and configuration (0: all)
 };
 
@@ -897,12 +910,13 @@ int Main(const Options& opt) {
   for (int t = 1; t < opt.threads; ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::steady_clock::now() - start).count();
+  const auto secs =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start)
+          .count();
   for (const auto& [what, n] : by_kind) std::fprintf(stderr, "diverged: %s: %d\n", what.c_str(), n);
   if (opt.verbose) std::fprintf(stderr, "sim: %lld s\n", static_cast<long long>(secs));
-  std::printf("sim: %zu schedules, %d scenarios, %zu divergences\n", jobs.size(),
-              scenario_count, diverged.load());
+  std::printf("sim: %zu schedules, %d scenarios, %zu divergences\n", jobs.size(), scenario_count,
+              diverged.load());
   return diverged.load() == 0 ? 0 : 1;
 }
 
@@ -929,7 +943,8 @@ int main(int argc, char** argv) {
       opt.limit = static_cast<size_t>(std::atoll(argv[++i]));
     } else {
       std::fprintf(stderr,
-                   "usage: kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N] "
+                   "usage: kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads "
+                   "N] [--limit N] "
                    "[--verbose]\n");
       return 2;
     }

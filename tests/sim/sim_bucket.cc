@@ -7,8 +7,8 @@ namespace {
 
 class SimDelivery final : public Delivery {
  public:
-  SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs,
-              uint64_t from_seq, Scope scope, int reset_after, int stall)
+  SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs, uint64_t from_seq,
+              Scope scope, int reset_after, int stall)
       : opened_at_(bucket.last_seq()),
         bucket_(bucket),
         sync_(std::move(sync_seqs)),
@@ -334,7 +334,8 @@ StatusOr<std::optional<uint64_t>> SimBucket::FirstRetainedInScope(const Scope& s
   }
   for (uint64_t seq = std::max<uint64_t>(from_seq, 1); seq <= log_.size(); ++seq) {
     const auto& r = log_[seq - 1];
-    if (r.retained && (!server_filters_ || scope.Contains(r.message.key))) return std::optional<uint64_t>(seq);
+    if (r.retained && (!server_filters_ || scope.Contains(r.message.key)))
+      return std::optional<uint64_t>(seq);
   }
   return std::optional<uint64_t>();
 }

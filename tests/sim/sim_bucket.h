@@ -113,13 +113,11 @@ class SimBucket final : public BucketSource {
 
   // Every write minus every real delete, in `scope`, for sequences <= `through`
   // (independent of retention).
-  std::map<std::string, Entry> Truth(const Scope& scope,
-                                     uint64_t through = UINT64_MAX) const;
+  std::map<std::string, Entry> Truth(const Scope& scope, uint64_t through = UINT64_MAX) const;
 
   const std::string& bucket() const override { return name_; }
   StatusOr<StreamState> ReadStream() override;
-  StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
-                                           const Scope& scope) override;
+  StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start, const Scope& scope) override;
   StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                          uint64_t from_seq) override;
   // Runs at the start of each LastOfKey (retention racing the read).
@@ -128,15 +126,14 @@ class SimBucket final : public BucketSource {
   // Runs inside each ListKeys, after the listing's last_seq was read and
   // before keys are named (writes racing the listing).
   std::function<void()> during_listing;
-  Status ListKeys(const Scope& scope,
-                  const std::function<Status(std::string_view, uint64_t)>& fn,
+  Status ListKeys(const Scope& scope, const std::function<Status(std::string_view, uint64_t)>& fn,
                   uint64_t* last_seq) override;
 
   // For the delivery.
   struct Record {
     BucketMessage message;
     bool retained = true;
-    int64_t stored_at = 0;  // seconds on the bucket's clock
+    int64_t stored_at = 0;   // seconds on the bucket's clock
     int64_t expires_ns = 0;  // per-message TTL: removed at this time; 0 never
     bool marker = false;     // a limit marker
   };
@@ -157,7 +154,7 @@ class SimBucket final : public BucketSource {
   int generation_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t first_seq_ = 1;
-  std::vector<Record> log_;       // current stream, by sequence
+  std::vector<Record> log_;            // current stream, by sequence
   std::vector<BucketMessage> writes_;  // every write ever, for the truth
   bool server_filters_ = true;
   bool history_one_ = false;

@@ -53,7 +53,9 @@ RunResult RunWatch(BucketSource& bucket, Fold& fold, WatchOptions o = FastOption
   };
   o.on_applied = [&r](uint64_t c) { r.applied.push_back(c); };
   if (std::getenv("KVFOLD_SIM_LOG") != nullptr && !o.log) {
-    o.log = [](std::string_view line) { fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data()); };
+    o.log = [](std::string_view line) {
+      fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data());
+    };
   }
   r.status = Watch(bucket, fold, o);
   return r;
@@ -61,13 +63,14 @@ RunResult RunWatch(BucketSource& bucket, Fold& fold, WatchOptions o = FastOption
 
 // The cursor's meaning (SPEC §1): the fold plus the stream's retained
 // messages after the cursor is the truth. Returns the live entries of that.
-std::map<std::string, Entry> FoldPlusTail(Fold& fold, const SimBucket& b,
-                                          const Scope& scope) {
+std::map<std::string, Entry> FoldPlusTail(Fold& fold, const SimBucket& b, const Scope& scope) {
   std::map<std::string, Entry> all;
-  EXPECT_TRUE(fold.Scan("", true, [&](std::string_view k, const Entry& e) {
-    all.emplace(std::string(k), e);
-    return true;
-  }).ok());
+  EXPECT_TRUE(fold.Scan("", true,
+                        [&](std::string_view k, const Entry& e) {
+                          all.emplace(std::string(k), e);
+                          return true;
+                        })
+                  .ok());
   b.ApplyTail(fold.ReadMeta()->cursor.value_or(0), scope, &all);
   return all;
 }
@@ -117,9 +120,9 @@ TEST(WatcherSimTest, FoldEqualsTruthAfterPutsDeletesPurges) {
 TEST(WatcherSimTest, WithoutAHookAnEntryAboveTheCursorIsNeverOverwritten) {
   SimBucket b;
   for (int i = 0; i < 5; ++i) b.Put("a." + std::to_string(i), "v");  // seqs 1..5
-  const uint64_t old_seq = b.Put("a.1", "old");                     // 6
-  b.Put("a.2", "w");                                                // 7
-  b.Put("a.3", "w");                                                // 8
+  const uint64_t old_seq = b.Put("a.1", "old");                      // 6
+  b.Put("a.2", "w");                                                 // 7
+  b.Put("a.3", "w");                                                 // 8
   auto fold = NewMemoryFold();
   FoldCommit restored;  // as a restore's chunk leaves it: above cursor 5
   restored.entries["a.1"] = Entry{old_seq + 1, false, "new"};
@@ -410,6 +413,26 @@ TEST(WatcherSimTest, PersistentStoreFailureStopsAfterTheLimit) {
   EXPECT_EQ(inner->ReadMeta()->cursor, std::nullopt);
 }
 
+// An Internal error is a bug in the store or in kvfold, not a passing
+// fault: retrying it cannot help and could write on top of it.
+TEST(WatcherSimTest, AnInternalStoreErrorIsNeverRetried) {
+  SimBucket b;
+  WriteHistory(b, 3);
+  auto inner = NewMemoryFold();
+  FaultFold fold(*inner);
+  fold.FailEveryCommitWith(Status::Internal("a commit's count change does not match the fold"));
+  WatchOptions o = FastOptions();
+  o.max_commit_failures = 4;
+  WatchMetrics metrics;
+  o.metrics = &metrics;
+  Status s = RunWatch(b, fold, o).status;
+  EXPECT_EQ(s.code(), Status::Code::kInternal) << s.ToString();
+  EXPECT_EQ(s.message(), "a commit's count change does not match the fold");
+  // One, and the flush on the way out, which stops at its first failure.
+  EXPECT_EQ(metrics.Snapshot().commit_failures, 2u);
+  EXPECT_EQ(inner->ReadMeta()->cursor, std::nullopt);
+}
+
 TEST(WatcherSimTest, GracefulStopFlushesWhatWasReceived) {
   SimBucket b;
   WriteHistory(b, 6);
@@ -432,7 +455,6 @@ TEST(WatcherSimTest, GracefulStopFlushesWhatWasReceived) {
   EXPECT_LT(*cursor, b.last_seq());
   // Everything hooked is committed, and fold + tail = truth.
   EXPECT_EQ(FoldPlusTail(*fold, b, Scope()), b.Truth(Scope()));
-
 }
 
 // Crash safety of the commit (invariants 1 and 3): a transient failure or a
