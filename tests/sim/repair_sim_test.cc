@@ -489,6 +489,22 @@ TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
+// n mirrors 40 writes of a stream that is then recreated with max_msgs 10;
+// a mirrors the new stream's first 10 writes and exports them to `arts`,
+// before the new stream evicts anything.
+void MirrorThenRecreate(SimBucket& b, Node& n, Node& a, Artifacts& arts) {
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i % 8), "old");
+  ASSERT_TRUE(RunNode(b, n).ok());
+  ASSERT_EQ(n.fold->ReadMeta()->cursor, 40u);
+  b.Recreate();
+  b.SetMaxMsgs(10);
+  for (int i = 0; i < 10; ++i) {
+    b.Put("n." + std::to_string(i), "new");
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);
+}
+
 // A restore of a recreated stream re-anchors the watch before anything
 // else can fail: a stream read failing right after it must not leave the
 // loop at the old stream's cursor, whose next commit (the new stream's
@@ -496,19 +512,9 @@ TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream
 // The artifact then leaves retention, so no second restore can undo it.
 TEST(RepairSimTest, AFailedReadRightAfterARestoreNeverCommitsTheOldStreamsCursor) {
   SimBucket b;
-  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i % 8), "old");
-  Node n;
-  ASSERT_TRUE(RunNode(b, n).ok());
-  ASSERT_EQ(n.fold->ReadMeta()->cursor, 40u);
-  b.Recreate();
-  b.SetMaxMsgs(10);
+  Node n, a;
   Artifacts arts;
-  Node a;
-  for (int i = 0; i < 10; ++i) {
-    b.Put("n." + std::to_string(i), "new");
-    ASSERT_TRUE(RunNode(b, a).ok());
-  }
-  arts.Export(*a.fold);  // at 10, before the new stream evicts anything
+  MirrorThenRecreate(b, n, a, arts);
   int reads = 0;
   bool failed = false;
   b.on_read_stream = [&] {
@@ -538,18 +544,9 @@ TEST(RepairSimTest, AFailedReadRightAfterARestoreNeverCommitsTheOldStreamsCursor
 // and, run until caught up, aims at the new stream's head, not the old's.
 TEST(RepairSimTest, AFailedReadRightAfterARestoreAimsTheCatchUpAtTheNewStream) {
   SimBucket b;
-  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i % 8), "old");
-  Node n;
-  ASSERT_TRUE(RunNode(b, n).ok());
-  b.Recreate();
-  b.SetMaxMsgs(10);
+  Node n, a;
   Artifacts arts;
-  Node a;
-  for (int i = 0; i < 10; ++i) {
-    b.Put("n." + std::to_string(i), "new");
-    ASSERT_TRUE(RunNode(b, a).ok());
-  }
-  arts.Export(*a.fold);
+  MirrorThenRecreate(b, n, a, arts);
   std::stop_source stop;
   int reads = 0;
   bool failed = false;
