@@ -88,7 +88,7 @@ struct WatchOptions {
 
   // Backoff for re-creating a broken delivery or reaching an unavailable
   // server: starts at `reconnect_backoff_min`, doubles up to `_max`.
-  // Default: 1 s and 30 s.
+  // Default: 1 s and 30 s. REQUIRES: 0 < min <= max.
   std::chrono::milliseconds reconnect_backoff_min{1000};
   std::chrono::milliseconds reconnect_backoff_max{30000};
 

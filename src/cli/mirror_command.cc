@@ -128,6 +128,7 @@ struct MirrorPlan {
 // InvalidArgument (exit 2) naming the flag at fault.
 StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
   MirrorPlan plan;
+  if (f.bucket.empty()) return Status::InvalidArgument("--bucket must not be empty");
   auto scope = Scope::Make(f.scope);
   if (!scope.ok()) return scope.status();
   plan.scope = *scope;

@@ -31,6 +31,11 @@ Status WatchLoop::Prepare() {
   if (opt_.batch_size == 0 || opt_.max_commit_failures <= 0) {
     return Status::InvalidArgument("WatchOptions: batch_size and max_commit_failures must be > 0");
   }
+  if (opt_.reconnect_backoff_min.count() <= 0 ||
+      opt_.reconnect_backoff_max < opt_.reconnect_backoff_min) {
+    return Status::InvalidArgument(
+        "WatchOptions: reconnect_backoff_min must be > 0 and at most reconnect_backoff_max");
+  }
   auto meta = fold_.ReadMeta();
   if (!meta.ok()) return meta.status();
   const std::string& bucket = source_.bucket();

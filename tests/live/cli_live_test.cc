@@ -161,6 +161,8 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--scope",
             "a b"},
            {"mirror", "--server", server_.url(), "--bucket", "b.c", "--fold", Fold()},
+           {"mirror", "--server", server_.url(), "--bucket", "", "--fold", Fold(), "--export-to",
+            "dir:x", "--export-every", "1m"},
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--user", "u"},
            {"dump", "--fold", Fold(), "--bogus"},
            {"export", "--fold", Fold(), "--to", "ftp:x"},

@@ -413,6 +413,25 @@ TEST(WatcherSimTest, PersistentStoreFailureStopsAfterTheLimit) {
   EXPECT_EQ(inner->ReadMeta()->cursor, std::nullopt);
 }
 
+TEST(WatcherSimTest, OptionsThatCannotWorkAreRefusedBeforeAnyRead) {
+  SimBucket b;
+  WriteHistory(b, 3);
+  auto fold = NewMemoryFold();
+  for (auto bad : std::vector<std::function<void(WatchOptions&)>>{
+           [](WatchOptions& o) { o.batch_size = 0; },
+           [](WatchOptions& o) { o.max_commit_failures = 0; },
+           [](WatchOptions& o) { o.reconnect_backoff_min = std::chrono::milliseconds(0); },
+           [](WatchOptions& o) { o.reconnect_backoff_max = std::chrono::milliseconds(0); },
+       }) {
+    WatchOptions o = FastOptions();
+    bad(o);
+    Status s = RunWatch(b, *fold, o).status;
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_NE(s.message().find("WatchOptions: "), std::string::npos) << s.ToString();
+  }
+  EXPECT_EQ(*fold->ReadMeta(), *NewMemoryFold()->ReadMeta()) << "untouched";
+}
+
 // An Internal error is a bug in the store or in kvfold, not a passing
 // fault: retrying it cannot help and could write on top of it.
 TEST(WatcherSimTest, AnInternalStoreErrorIsNeverRetried) {
