@@ -11,6 +11,7 @@
 #include "kvfold/clock.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"
+#include "kvfold/health.h"
 #include "kvfold/lease.h"
 #include "kvfold/log_line.h"
 #include "kvfold/repair.h"

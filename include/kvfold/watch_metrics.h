@@ -72,6 +72,12 @@ struct WatchStats {
   // at a point the cursor has still not passed. 0 when caught up. A steady
   // small backlog keeps it small; a stuck or overrun mirror makes it grow.
   double lag_seconds = 0;
+  // The cursor has reached the stream's head as read after these metrics
+  // began, at least once (readiness: a restart behind the head is not
+  // ready until it caught up).
+  bool caught_up = false;
+  // A repair runs now (readiness: the fold is being rewritten).
+  bool repairing = false;
   // Seconds since the watch last read the stream or committed. An idle
   // watch reads the stream at least every idle_probe (1 s), so a value
   // well above that means the watch is stuck (a store that does not
@@ -123,6 +129,7 @@ class WatchMetrics {
   void RecordCursor(uint64_t cursor);
   void RecordStreamLast(uint64_t last_seq);
   void RecordRepair(RepairKind kind, RepairOutcome outcome);
+  void RecordRepairRunning(bool running);
   void RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_total);
   void RecordRestoreRetry();
   void RecordFloorTrip();
@@ -139,6 +146,7 @@ class WatchMetrics {
   // seen; the front is the oldest the cursor has not passed (bounded).
   std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> heads_;
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  bool head_seen_ = false;  // a stream head was recorded
 };
 
 }  // namespace kvfold

@@ -10,7 +10,7 @@
 namespace kvfold::cli {
 
 StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& addr,
-                                                              std::function<std::string()> render) {
+                                                              Pages pages) {
   const size_t colon = addr.rfind(':');
   const auto bad = Status::InvalidArgument("metrics address \"" + addr +
                                            "\" is not HOST:PORT (e.g. 127.0.0.1:9464)");
@@ -32,9 +32,14 @@ StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string&
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  m->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
+  for (auto& [path, render] : pages) {
+    m->server_->Get(path,
+                    [render = std::move(render)](const httplib::Request&, httplib::Response& res) {
+                      Page page = render();
+                      res.status = page.status;
+                      res.set_content(page.body, page.content_type);
+                    });
+  }
   if (port == 0) {
     port = m->server_->bind_to_any_port(host);
     if (port < 0) port = -1;

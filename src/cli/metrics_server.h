@@ -1,5 +1,6 @@
-// Serves GET /metrics over HTTP on its own thread (kvfold mirror
-// --metrics-addr): the Prometheus text a render function returns.
+// Serves GET pages over HTTP on its own thread (kvfold mirror
+// --metrics-addr): /metrics, /healthz and /readyz, each what its function
+// returns when asked.
 
 #ifndef KVFOLD_CLI_METRICS_SERVER_H_
 #define KVFOLD_CLI_METRICS_SERVER_H_
@@ -8,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "kvfold/status.h"
 
@@ -17,13 +20,19 @@ class Server;
 
 namespace kvfold::cli {
 
+struct Page {
+  int status = 200;
+  std::string body;
+  std::string content_type = "text/plain; charset=utf-8";
+};
+using Pages = std::vector<std::pair<std::string, std::function<Page()>>>;  // path, render
+
 class MetricsServer {
  public:
-  // Listens on `addr` ("HOST:PORT"; port 0 picks a free one).
-  // InvalidArgument for a malformed address; Unavailable when it cannot be
-  // bound (in use, not local).
-  static StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& addr,
-                                                        std::function<std::string()> render);
+  // Listens on `addr` ("HOST:PORT"; port 0 picks a free one) and serves
+  // `pages`. InvalidArgument for a malformed address; Unavailable when it
+  // cannot be bound (in use, not local).
+  static StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& addr, Pages pages);
   ~MetricsServer();  // stops serving and joins the thread
 
   const std::string& host() const { return host_; }

@@ -18,6 +18,7 @@
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"
+#include "kvfold/health.h"
 #include "kvfold/lease.h"
 #include "kvfold/repair.h"
 #include "kvfold/scheduled_export.h"
@@ -37,6 +38,7 @@ struct MirrorFlags {
   size_t batch = 1000;
   bool no_sync = false;
   std::string metrics_addr;
+  std::string ready_max_lag = "10s";
   std::string export_to;
   std::string export_every;
   std::string lease_bucket = "kvfold-leases";
@@ -123,6 +125,7 @@ struct MirrorPlan {
   ExpiryRepair repair = ExpiryRepair::kAuto;
   std::chrono::milliseconds repair_timeout{0};
   std::chrono::milliseconds reconcile_every{0};
+  HealthOptions health;  // /healthz and /readyz
 };
 
 // InvalidArgument (exit 2) naming the flag at fault.
@@ -159,7 +162,32 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
   if (f.require_signature && f.trusted_keys.empty()) {
     return Status::InvalidArgument("--require-signature needs --trusted-key");
   }
+  auto ready_lag = ParseDuration(f.ready_max_lag);
+  if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
+  plan.health.max_lag = *ready_lag;
   return plan;
+}
+
+// /metrics (Prometheus text), /healthz and /readyz (200, or 503 with the
+// reason: a probe's status codes).
+Pages HealthAndMetricsPages(const MirrorPlan& plan, const WatchMetrics& metrics,
+                            const ExportMetrics& exports) {
+  const bool exporting = plan.every.has_value();
+  auto verdict = [](const HealthVerdict& v) {
+    return Page{.status = v.ok ? 200 : 503, .body = v.reason + "\n"};
+  };
+  return Pages{
+      {"/metrics",
+       [&metrics, &exports, exporting] {
+         const ExportStats e = exports.Snapshot();
+         return Page{.body = MetricsText(metrics.Snapshot(), exporting ? &e : nullptr),
+                     .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+       }},
+      {"/healthz",
+       [&metrics, verdict, o = plan.health] { return verdict(JudgeAlive(metrics.Snapshot(), o)); }},
+      {"/readyz",
+       [&metrics, verdict, o = plan.health] { return verdict(JudgeReady(metrics.Snapshot(), o)); }},
+  };
 }
 
 WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::stop_token stop,
@@ -199,10 +227,8 @@ int RunMirror(MirrorFlags& f) {
   ExportMetrics export_metrics;
   std::unique_ptr<MetricsServer> metrics_server;
   if (!f.metrics_addr.empty()) {
-    auto started = MetricsServer::Start(f.metrics_addr, [&metrics, &export_metrics, every] {
-      const ExportStats e = export_metrics.Snapshot();
-      return MetricsText(metrics.Snapshot(), every ? &e : nullptr);
-    });
+    auto started =
+        MetricsServer::Start(f.metrics_addr, HealthAndMetricsPages(plan, metrics, export_metrics));
     if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
     metrics_server = std::move(started).value();
     const std::string& host = metrics_server->host();
@@ -318,8 +344,12 @@ Runner AddMirrorCommand(CLI::App& app) {
                 "do not fsync each commit (faster; a machine crash may lose "
                 "the newest commits, never tear one)");
   cmd->add_option("--metrics-addr", flags->metrics_addr,
-                  "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free "
-                  "one, logged at start)");
+                  "serve Prometheus metrics at http://HOST:PORT/metrics, and probes at /healthz "
+                  "(the watch turns) and /readyz (caught up, not repairing): 200 or 503 (port 0: "
+                  "any free one, logged at start)");
+  cmd->add_option("--ready-max-lag", flags->ready_max_lag,
+                  "/readyz answers 503 once the oldest change not folded is older than this "
+                  "(default 10s)");
   return [flags] { return RunMirror(*flags); };
 }
 

@@ -91,8 +91,10 @@ Status WatchLoop::Run() {
     if (end == SessionEnd::kRepair) {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
+      if (opt_.metrics) opt_.metrics->RecordRepairRunning(true);
       Status r = Repair();
       RecordRepairOutcome(r);
+      if (opt_.metrics) opt_.metrics->RecordRepairRunning(false);
       // A repair writes entries of its own, possibly above the cursor.
       auto meta = fold_.ReadMeta();
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;

@@ -85,6 +85,7 @@ void WatchMetrics::RecordStreamLast(uint64_t last_seq) {
   // overstates the head on a 2.10+ server) keeps the heads seen: only a
   // cursor that goes back (a recreated stream) clears them.
   stats_.stream_last_seq = last_seq;
+  head_seen_ = true;
   const auto now = SteadyClock::now();
   last_activity_ = now;
   constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
@@ -99,11 +100,18 @@ void WatchMetrics::UpdateLag() {
   const uint64_t cursor = stats_.cursor.value_or(0);
   while (!heads_.empty() && heads_.front().first <= cursor) heads_.pop_front();
   stats_.lag_messages = stats_.stream_last_seq > cursor ? stats_.stream_last_seq - cursor : 0;
+  if (head_seen_ && stats_.lag_messages == 0) stats_.caught_up = true;
 }
 
 void WatchMetrics::RecordRepair(RepairKind kind, RepairOutcome outcome) {
   std::lock_guard lock(mu_);
   ++stats_.repairs[static_cast<size_t>(kind)][static_cast<size_t>(outcome)];
+}
+
+void WatchMetrics::RecordRepairRunning(bool running) {
+  std::lock_guard lock(mu_);
+  stats_.repairing = running;
+  last_activity_ = SteadyClock::now();  // a repair turns the loop too
 }
 
 void WatchMetrics::RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_total) {

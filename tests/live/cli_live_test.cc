@@ -413,6 +413,11 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   EXPECT_EQ(m["kvfold_delivery_resets_total{cause=\"consumer_gap\"}"], 0);
   EXPECT_EQ(m["kvfold_lag_seconds"], 0);
   EXPECT_LT(m["kvfold_last_activity_age_seconds"], 30);
+  // The probes: the watch turns, and the fold caught up.
+  EXPECT_EQ(HttpGet(port, "/healthz").first, 200);
+  const auto [ready, why] = HttpGet(port, "/readyz");
+  EXPECT_EQ(ready, 200) << why;
+  EXPECT_EQ(why.rfind("caught up", 0), 0u) << why;
 
   // More writes while it runs: the cursor series follows the fold.
   for (int i = 0; i < 30; ++i) last = kv_.Put("metered", "k" + std::to_string(i), "w");

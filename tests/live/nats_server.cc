@@ -39,7 +39,9 @@ std::vector<int> FreePorts(int n) {
 
 int FreePort() { return FreePorts(1)[0]; }
 
-std::string MonitorGet(int port, const std::string& path) {
+std::string MonitorGet(int port, const std::string& path) { return HttpGet(port, path).second; }
+
+std::pair<int, std::string> HttpGet(int port, const std::string& path) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -49,7 +51,7 @@ std::string MonitorGet(int port, const std::string& path) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     close(fd);
-    return "";
+    return {0, ""};
   }
   const std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   (void)!write(fd, req.data(), req.size());
@@ -59,7 +61,11 @@ std::string MonitorGet(int port, const std::string& path) {
   while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
   close(fd);
   const size_t body = out.find("\r\n\r\n");
-  return body == std::string::npos ? "" : out.substr(body + 4);
+  if (body == std::string::npos) return {0, ""};
+  // "HTTP/1.1 200 OK"
+  const size_t space = out.find(' ');
+  const int status = space == std::string::npos ? 0 : std::atoi(out.c_str() + space + 1);
+  return {status, out.substr(body + 4)};
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_dir.h"
@@ -87,6 +88,8 @@ std::vector<int> FreePorts(int n);
 // GET http://127.0.0.1:port/path (a server's monitoring endpoint): the
 // body, "" on failure.
 std::string MonitorGet(int port, const std::string& path);
+// GET `path` on 127.0.0.1:`port`: the status code (0 when no answer) and the body.
+std::pair<int, std::string> HttpGet(int port, const std::string& path);
 
 }  // namespace kvfold::live
 

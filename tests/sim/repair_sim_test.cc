@@ -17,6 +17,7 @@
 
 #include "fold_view.h"
 #include "kvfold/artifact.h"
+#include "kvfold/health.h"
 #include "kvfold/repair.h"
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
@@ -167,6 +168,36 @@ void ExpectConverged(SimBucket& b, Node& n, const Scope& scope = Scope()) {
 // SPEC §5 Relist, on the everyday bucket (history 1, no limits): a gap is
 // overwrites, not loss. Only a purged delete marker can be missing, and the
 // headers-only listing finds it; no value is fetched.
+// Readiness follows the repair: not ready while it rewrites the fold (still
+// alive: a restart would only start it over), ready once caught up after.
+TEST(RepairSimTest, ARepairIsAliveButNotReady) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  EXPECT_TRUE(JudgeReady(n.metrics.Snapshot(), {}).ok);
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v1");
+  b.PurgeMarker(b.Delete("k.3"));  // only a relist can delete it now
+  b.Put("k.0", "last");            // first_seq passes the cursor: a gap
+  int seen = 0;
+  Status s = RunNode(b, n, Fast(), nullptr, [&](const Change& c) {
+    if (c.origin != ChangeOrigin::kRelist) return Status::OK();
+    ++seen;
+    const WatchStats during = n.metrics.Snapshot();
+    EXPECT_TRUE(during.repairing);
+    EXPECT_FALSE(JudgeReady(during, {}).ok);
+    EXPECT_EQ(JudgeReady(during, {}).reason, "a repair is rewriting the fold");
+    EXPECT_TRUE(JudgeAlive(during, {}).ok);
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(seen, 1);
+  EXPECT_FALSE(n.metrics.Snapshot().repairing);
+  EXPECT_TRUE(JudgeReady(n.metrics.Snapshot(), {}).ok)
+      << JudgeReady(n.metrics.Snapshot(), {}).reason;
+}
+
 TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
   SimBucket b;
   b.SetHistoryOne(true);
