@@ -24,8 +24,8 @@ HealthVerdict JudgeAlive(const WatchStats& stats, const HealthOptions& options) 
                        Seconds(stats.last_activity_age_seconds) + " (limit " +
                        Seconds(SecondsOf(options.max_silence)) + ")"};
   }
-  return {true, "the watch is turning (last activity " +
-                    Seconds(stats.last_activity_age_seconds) + " ago)"};
+  return {true, "the watch is turning (last activity " + Seconds(stats.last_activity_age_seconds) +
+                    " ago)"};
 }
 
 HealthVerdict JudgeReady(const WatchStats& stats, const HealthOptions& options) {
@@ -40,8 +40,8 @@ HealthVerdict JudgeReady(const WatchStats& stats, const HealthOptions& options) 
     return {false, "lagging: the oldest change not folded is " + Seconds(stats.lag_seconds) +
                        " old (limit " + Seconds(SecondsOf(options.max_lag)) + ")"};
   }
-  return {true, "caught up; cursor " + (stats.cursor ? std::to_string(*stats.cursor) : "-") +
-                    ", " + std::to_string(stats.lag_messages) + " messages behind"};
+  return {true, "caught up; cursor " + (stats.cursor ? std::to_string(*stats.cursor) : "-") + ", " +
+                    std::to_string(stats.lag_messages) + " messages behind"};
 }
 
 }  // namespace kvfold
