@@ -29,6 +29,30 @@ TEST(HealthTest, ReadyOnlyOnceCaughtUpWithAHeadReadAndWithinTheLag) {
   EXPECT_TRUE(JudgeReady(later, {}).ok) << "0.5 s is within the default 10 s";
 }
 
+// On a busy bucket the head moves on while the cursor catches up: reaching
+// the head first read is enough; a delivery's hint (which can overstate
+// the head) never sets it, and a repair or a cursor that went back starts
+// the catching up over.
+TEST(HealthTest, CaughtUpAimsAtTheFirstHeadReadAndStartsOverAfterARepair) {
+  WatchMetrics m;
+  m.RecordStreamLast(50, /*read=*/false);  // a hint: not a target
+  m.RecordStreamLast(10);
+  m.RecordStreamLast(12);
+  m.RecordCursor(10);
+  EXPECT_TRUE(m.Snapshot().caught_up) << "lag 2, but the first head read is reached";
+  m.RecordRepaired();
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  m.RecordStreamLast(20);
+  m.RecordCursor(19);
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  m.RecordCursor(20);
+  EXPECT_TRUE(m.Snapshot().caught_up);
+  m.RecordCursor(3);  // a recreated stream
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  m.RecordStreamLast(3);
+  EXPECT_TRUE(m.Snapshot().caught_up);
+}
+
 TEST(HealthTest, SilenceIsDeathExceptInARepair) {
   WatchStats s;
   s.caught_up = true;

@@ -23,7 +23,8 @@ struct HealthOptions {
   // restarting the process would only start it over). An idle watch reads
   // the stream about every second, and retries a lost server at least
   // every 30 s; a longer silence means it is stuck (a store that does not
-  // return, a blocked apply hook). Default: 60 s.
+  // return, a blocked apply hook). Keep it well above
+  // WatchOptions::idle_probe. Default: 60 s.
   std::chrono::milliseconds max_silence{60000};
   // Ready while the oldest change not yet under the cursor is at most this
   // old (WatchStats::lag_seconds). Default: 10 s.

@@ -72,9 +72,10 @@ struct WatchStats {
   // at a point the cursor has still not passed. 0 when caught up. A steady
   // small backlog keeps it small; a stuck or overrun mirror makes it grow.
   double lag_seconds = 0;
-  // The cursor has reached the stream's head as read after these metrics
-  // began, at least once (readiness: a restart behind the head is not
-  // ready until it caught up).
+  // The cursor has reached the stream's head as first read after these
+  // metrics began, or after the last repair that rewrote the fold, or
+  // after the cursor went back (a recreated stream) (readiness: a restart
+  // behind the head is not ready until it caught up).
   bool caught_up = false;
   // A repair runs now (readiness: the fold is being rewritten).
   bool repairing = false;
@@ -127,9 +128,13 @@ class WatchMetrics {
   void RecordChange(Op op, ChangeOrigin origin);
   void RecordCommit(bool ok, std::chrono::steady_clock::duration took);
   void RecordCursor(uint64_t cursor);
-  void RecordStreamLast(uint64_t last_seq);
+  // `read`: from a stream read (exact), not a delivery's hint (which can
+  // overstate the head); only a read sets the head caught_up aims at.
+  void RecordStreamLast(uint64_t last_seq, bool read = true);
   void RecordRepair(RepairKind kind, RepairOutcome outcome);
   void RecordRepairRunning(bool running);
+  void RecordRepaired();   // a repair rewrote the fold: catch up again
+  void RecordRetryWait();  // the loop waits to retry a server or a repair
   void RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_total);
   void RecordRestoreRetry();
   void RecordFloorTrip();
@@ -146,7 +151,9 @@ class WatchMetrics {
   // seen; the front is the oldest the cursor has not passed (bounded).
   std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> heads_;
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
-  bool head_seen_ = false;  // a stream head was recorded
+  // The head to reach for caught_up: the first one read since the start,
+  // the last repair or a cursor that went back.
+  std::optional<uint64_t> catch_up_target_;
 };
 
 }  // namespace kvfold

@@ -38,7 +38,7 @@ struct MirrorFlags {
   size_t batch = 1000;
   bool no_sync = false;
   std::string metrics_addr;
-  std::string ready_max_lag = "10s";
+  std::string ready_max_lag;  // default: HealthOptions::max_lag
   std::string export_to;
   std::string export_every;
   std::string lease_bucket = "kvfold-leases";
@@ -162,9 +162,14 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
   if (f.require_signature && f.trusted_keys.empty()) {
     return Status::InvalidArgument("--require-signature needs --trusted-key");
   }
-  auto ready_lag = ParseDuration(f.ready_max_lag);
-  if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
-  plan.health.max_lag = *ready_lag;
+  if (!f.ready_max_lag.empty()) {
+    if (f.metrics_addr.empty()) {
+      return Status::InvalidArgument("--ready-max-lag needs --metrics-addr (it serves /readyz)");
+    }
+    auto ready_lag = ParseDuration(f.ready_max_lag);
+    if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
+    plan.health.max_lag = *ready_lag;
+  }
   return plan;
 }
 
@@ -232,9 +237,11 @@ int RunMirror(MirrorFlags& f) {
     if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
     metrics_server = std::move(started).value();
     const std::string& host = metrics_server->host();
-    Log().Info("serving metrics on http://" +
-               (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
-               std::to_string(metrics_server->port()) + "/metrics");
+    const std::string base = "http://" +
+                             (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                             std::to_string(metrics_server->port());
+    Log().Info("serving metrics on " + base + "/metrics, probes on " + base + "/healthz and " +
+               base + "/readyz");
   }
   std::optional<ScheduledExportOptions> export_options;
   ExportSetup export_setup;

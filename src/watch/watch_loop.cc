@@ -91,10 +91,19 @@ Status WatchLoop::Run() {
     if (end == SessionEnd::kRepair) {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
-      if (opt_.metrics) opt_.metrics->RecordRepairRunning(true);
+      // Readiness: a repair rewrites the fold (a reconcile only drops keys
+      // already gone, and the fold stays servable through it).
+      const bool rewrites = repair_cause_ != core::RepairCause::kReconcile;
+      if (opt_.metrics && rewrites) opt_.metrics->RecordRepairRunning(true);
       Status r = Repair();
       RecordRepairOutcome(r);
-      if (opt_.metrics) opt_.metrics->RecordRepairRunning(false);
+      if (opt_.metrics && rewrites) {
+        // An interrupted repair runs again: still repairing (a session that
+        // then finds none due ends it, in Deliver). A finished one must
+        // catch up again before the fold is ready.
+        if (!r.IsUnavailable()) opt_.metrics->RecordRepairRunning(false);
+        if (r.ok()) opt_.metrics->RecordRepaired();
+      }
       // A repair writes entries of its own, possibly above the cursor.
       auto meta = fold_.ReadMeta();
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
@@ -109,6 +118,7 @@ Status WatchLoop::Run() {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
     if (guard_.received() != received_before) backoff.Reset();
+    if (opt_.metrics) opt_.metrics->RecordRetryWait();  // the loop turns: liveness
     const milliseconds wait = backoff.Next();
     Log("retrying in " + std::to_string(wait.count()) + " ms");
     clock_.SleepFor(wait, opt_.stop);
@@ -226,6 +236,8 @@ Status WatchLoop::Session(SessionEnd* end) {
 }
 
 Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
+  // No repair is due: one that was interrupted has been overtaken.
+  if (opt_.metrics) opt_.metrics->RecordRepairRunning(false);
   const bool sync = !guard_.received() || sync_next_;
   DeliveryStart start;
   if (!sync) {

@@ -57,7 +57,8 @@ class WatchLoop {
     o.committed = [this](uint64_t cursor) {
       if (opt_.metrics) {
         opt_.metrics->RecordCursor(cursor);
-        if (head_hint_ > last_state_.last_seq) opt_.metrics->RecordStreamLast(head_hint_);
+        if (head_hint_ > last_state_.last_seq)
+          opt_.metrics->RecordStreamLast(head_hint_, /*read=*/false);
       }
       if (opt_.on_applied) opt_.on_applied(cursor);
     };

@@ -74,18 +74,22 @@ void WatchMetrics::RecordCommit(bool ok, SteadyClock::duration took) {
 
 void WatchMetrics::RecordCursor(uint64_t cursor) {
   std::lock_guard lock(mu_);
-  if (stats_.cursor && cursor < *stats_.cursor) heads_.clear();  // rebuilt on a new stream
+  if (stats_.cursor && cursor < *stats_.cursor) {  // rebuilt on a new stream
+    heads_.clear();
+    stats_.caught_up = false;
+    catch_up_target_.reset();
+  }
   stats_.cursor = cursor;
   UpdateLag();
 }
 
-void WatchMetrics::RecordStreamLast(uint64_t last_seq) {
+void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   std::lock_guard lock(mu_);
   // The newest reading wins. A lower one (a delivered message's `pending`
   // overstates the head on a 2.10+ server) keeps the heads seen: only a
   // cursor that goes back (a recreated stream) clears them.
   stats_.stream_last_seq = last_seq;
-  head_seen_ = true;
+  if (read && !catch_up_target_) catch_up_target_ = last_seq;
   const auto now = SteadyClock::now();
   last_activity_ = now;
   constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
@@ -100,7 +104,7 @@ void WatchMetrics::UpdateLag() {
   const uint64_t cursor = stats_.cursor.value_or(0);
   while (!heads_.empty() && heads_.front().first <= cursor) heads_.pop_front();
   stats_.lag_messages = stats_.stream_last_seq > cursor ? stats_.stream_last_seq - cursor : 0;
-  if (head_seen_ && stats_.lag_messages == 0) stats_.caught_up = true;
+  if (catch_up_target_ && cursor >= *catch_up_target_) stats_.caught_up = true;
 }
 
 void WatchMetrics::RecordRepair(RepairKind kind, RepairOutcome outcome) {
@@ -112,6 +116,17 @@ void WatchMetrics::RecordRepairRunning(bool running) {
   std::lock_guard lock(mu_);
   stats_.repairing = running;
   last_activity_ = SteadyClock::now();  // a repair turns the loop too
+}
+
+void WatchMetrics::RecordRepaired() {
+  std::lock_guard lock(mu_);
+  stats_.caught_up = false;
+  catch_up_target_.reset();
+}
+
+void WatchMetrics::RecordRetryWait() {
+  std::lock_guard lock(mu_);
+  last_activity_ = SteadyClock::now();
 }
 
 void WatchMetrics::RecordRestoreProgress(uint64_t chunks_done, uint64_t chunks_total) {

@@ -193,6 +193,17 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
     EXPECT_EQ(e.code, 0) << cmd;
     EXPECT_NE(e.out.find("--fold"), std::string::npos) << cmd;
   }
+  // The flag at fault is named.
+  for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--bucket", "", "--export-to", "dir:x", "--export-every", "1m"}, "--bucket"},
+           {{"--bucket", "b", "--ready-max-lag", "5s"}, "--ready-max-lag needs --metrics-addr"},
+       }) {
+    std::vector<std::string> full = {"mirror", "--server", server_.url(), "--fold", Fold()};
+    full.insert(full.end(), args.begin(), args.end());
+    Exit e = Run(full);
+    EXPECT_EQ(e.code, 2) << e.err;
+    EXPECT_NE(e.err.find(needle), std::string::npos) << e.err;
+  }
   // Nothing was created by the refused runs.
   EXPECT_FALSE(std::filesystem::exists(Fold()));
 }

@@ -1,9 +1,16 @@
 // The exhaustive model checker of the repair protocol (SPEC §2–§5): a
 // bounded breadth-first search over the deduplicated states of a small
 // world, a history-1 KV bucket that loses messages, an exporter that keeps
-// up, and one node that watches, crashes, restarts and repairs.
+// up, and one node that watches, crashes, restarts and repairs. A third
+// world is a bucket with per-message TTL and limit markers (nats-server
+// 2.11+): puts expire into markers, markers expire from the middle of the
+// stream, a clock ticks, and the node keeps its positions' anchors and
+// checks the marker window (core::MarkerWindowNs, InsideMarkerWindow) at a
+// session's start, on a jump in what it is delivered, on each probe, and
+// in CheckRestore; an extra oracle checks that the fold's cursor anchor is
+// never later than a message after the cursor.
 //
-//   kvfold_model [--deep] [--keys N] [--seqs N] [--crashes N] [--transients N]
+//   kvfold_model [--deep] [--keys N] [--seqs N] [--crashes N] [--transients N] [--ticks N]
 //
 // The model supplies only the world; every decision the node takes comes
 // from the product's own pure rules (core::CheckWindow, ClassifyRetention,
@@ -50,6 +57,7 @@
 #include <vector>
 
 #include "core/count_change.h"
+#include "core/marker_window.h"
 #include "core/pending_batch.h"
 #include "core/repair_rules.h"
 #include "core/window.h"
@@ -70,7 +78,8 @@ const std::string kCreated = "2024-05-01T00:00:00Z";  // one stream: never recre
 
 struct Bounds {
   int keys = 2;
-  int seqs = 4;  // stream sequences (writes and deletes) at most
+  int seqs = 4;   // stream sequences (writes and deletes) at most
+  int ticks = 3;  // server clock ticks (1 s each), marker buckets only
   int crashes = 1;
   int transients = 2;
 };
@@ -84,11 +93,21 @@ enum class Flavour : uint8_t {
   kKeeps,
   // discard=old under max_msgs: the oldest message goes, whatever it is.
   kEvicts,
+  // Per-message TTL with limit markers (nats-server 2.11+): a key's put
+  // may expire at any time, which writes a limit marker (a delete) and
+  // removes the put; the marker itself expires kMarkerTtlTicks later, from
+  // the middle of the stream, with no trace. Time is in ticks of 1 s.
+  kMarkers,
 };
+
+constexpr int kMarkerTtlTicks = 2;
+constexpr int64_t kTickNs = 1000000000;
 
 struct Message {
   uint8_t key = 0;
-  bool put = true;  // else a delete marker
+  bool put = true;      // else a delete marker
+  bool marker = false;  // a limit marker (kMarkers): it expires
+  uint8_t time = 1;     // the tick it was stored at (>= 1)
 };
 
 enum class Mode : uint8_t {
@@ -119,11 +138,13 @@ struct State {
   // moves forward) to the stream's last sequence may be the newest then.
   // This keeps the export's timing out of the state until it matters.
   uint8_t artifact = 0;
+  uint8_t now = 1;  // the server's clock, in ticks (kMarkers only moves it)
 
   // The node's fold: what a crash leaves.
   std::array<std::optional<Entry>, kMaxKeys> fold;
   std::optional<uint64_t> cursor;
-  bool memo = false;  // the eviction memo
+  uint8_t cursor_time = 0;  // the cursor's anchor in ticks; 0 unknown
+  bool memo = false;        // the eviction memo
 
   // The node's memory: what a crash loses.
   Mode mode = Mode::kDown;
@@ -133,6 +154,8 @@ struct State {
   std::optional<FoldCommit> in_flight;
   std::optional<uint64_t> received;
   uint64_t verified = 0;
+  uint8_t received_anchor = 0;  // anchors, in ticks (0 unknown)
+  uint8_t verified_anchor = 0;
   uint64_t relist_floor = 0;
   uint64_t deliver_from = 0;
   bool unanchored = false;
@@ -173,6 +196,11 @@ StreamState Stream(const State& s) {
   st.messages = std::popcount(s.retained);
   st.max_msgs = s.flavour == Flavour::kEvicts ? 1000 : -1;
   st.history = 1;
+  if (s.flavour == Flavour::kMarkers) {
+    st.allow_msg_ttl = true;
+    st.marker_ttl_ns = kMarkerTtlTicks * kTickNs;
+  }
+  st.server_time_ns = s.now * kTickNs;
   return st;
 }
 
@@ -260,8 +288,13 @@ std::string Encode(const State& s) {
   out.reserve(64);
   out.push_back(static_cast<char>(s.flavour));
   out.push_back(static_cast<char>(s.policy));
-  for (const Message& m : s.log) out.push_back(static_cast<char>(m.key * 2 + (m.put ? 1 : 0)));
+  for (const Message& m : s.log) {
+    out.push_back(static_cast<char>(m.key * 4 + (m.put ? 1 : 0) + (m.marker ? 2 : 0)));
+    if (s.flavour == Flavour::kMarkers) out.push_back(static_cast<char>(m.time));
+  }
   out.push_back('|');
+  out.push_back(static_cast<char>(s.now));
+  out.push_back(static_cast<char>(s.cursor_time));
   out.push_back(static_cast<char>(s.retained));
   out.push_back(static_cast<char>(s.artifact));
   for (const auto& e : s.fold) PutEntry(&out, e);
@@ -279,18 +312,22 @@ std::string Encode(const State& s) {
     }
     out.push_back('|');
     PutOptional(&out, pending.cursor);
+    out.push_back(static_cast<char>(pending.cursor_time_ns.value_or(0) / kTickNs));
     if (s.in_flight) {
       for (const auto& [key, e] : s.in_flight->entries) {
         out.append(key);
         PutEntry(&out, e);
       }
       PutOptional(&out, s.in_flight->cursor);
+      out.push_back(static_cast<char>(s.in_flight->cursor_time_ns.value_or(0) / kTickNs));
     }
     out.push_back('|');
     PutOptional(&out, s.received);
     for (uint64_t v : {s.verified, s.relist_floor, s.deliver_from}) {
       out.push_back(static_cast<char>(v));
     }
+    out.push_back(static_cast<char>(s.received_anchor));
+    out.push_back(static_cast<char>(s.verified_anchor));
     out.push_back(s.unanchored);
     out.push_back(static_cast<char>(s.phase));
     out.push_back(static_cast<char>(s.step));
@@ -334,6 +371,7 @@ class Node {
                   const std::function<std::string(State&)>& after);
 
   void World(const State& s);
+  void MarkerWorld(const State& s);
   void Watch(const State& s);
   void Commit(const State& s);
   void Repair(const State& s);
@@ -352,6 +390,8 @@ void ResetMemory(State& s) {
   s.in_flight.reset();
   s.received.reset();
   s.verified = 0;
+  s.received_anchor = 0;
+  s.verified_anchor = 0;
   s.relist_floor = 0;
   s.deliver_from = 0;
   s.unanchored = false;
@@ -369,6 +409,7 @@ void Prepare(State& s) {
   ResetMemory(s);
   s.received = s.cursor;
   s.verified = s.cursor.value_or(0);
+  s.received_anchor = s.verified_anchor = s.cursor_time;
   bool entries = false;
   for (const auto& e : s.fold) entries = entries || e.has_value();
   s.unanchored = !s.cursor && entries;
@@ -386,8 +427,21 @@ uint64_t Frontier(const State& s, const StreamState& st) {
   return std::max(s.verified, s.relist_floor);
 }
 
+// FloorGuard::Cursor and CursorAnchor: the lesser position and its anchor.
 void AdvanceCursor(State& s) {
-  if (s.received) s.pending.AdvanceTo(std::min(*s.received, s.verified));
+  if (!s.received) return;
+  const bool received_first = *s.received <= s.verified;
+  s.pending.AdvanceTo(received_first ? *s.received : s.verified,
+                      (received_first ? s.received_anchor : s.verified_anchor) * kTickNs);
+}
+
+// The marker window in ns, or nullopt when the bucket writes no markers.
+std::optional<int64_t> Window(const State& s) { return core::MarkerWindowNs(Stream(s)); }
+
+// Whether a reader anchored at received may still read on now.
+bool ReceivedInsideWindow(const State& s) {
+  const auto w = Window(s);
+  return !w || core::InsideMarkerWindow(s.received_anchor * kTickNs, s.now * kTickNs, *w);
 }
 
 void EnterRepair(State& s, RepairCause cause) {
@@ -412,6 +466,18 @@ std::string StartSession(State& s) {
       return "";
     case core::WindowFault::kNone:
       break;
+  }
+  if (s.received) {
+    // FloorGuard::ReanchorReceived: a stream that stored nothing after the
+    // position is current by itself; else the marker window by the anchor.
+    if (LastSeq(s) <= *s.received) {
+      s.received_anchor = std::max(s.received_anchor, s.now);
+      if (s.verified == *s.received) s.verified_anchor = s.received_anchor;
+    }
+    if (!ReceivedInsideWindow(s)) {
+      EnterRepair(s, RepairCause::kExpired);
+      return "";
+    }
   }
   s.mode = Mode::kWatching;
   s.cause = State().cause;  // canonical: no repair is due
@@ -444,7 +510,10 @@ bool CheckFloor(State& s) {
     EnterRepair(s, RepairCause::kFloorTrip);
     return false;
   }
-  s.verified = std::max(s.verified, received);
+  if (s.received && *s.received >= s.verified) {  // FloorGuard::VerifyReceived
+    s.verified = received;
+    s.verified_anchor = s.received_anchor;
+  }
   AdvanceCursor(s);
   return true;
 }
@@ -464,6 +533,12 @@ ArtifactManifest Manifest(const State& s, uint8_t cursor) {
   m.has_scope = true;
   m.cursor = cursor;
   m.eviction_observed = memo;
+  if (s.flavour == Flavour::kMarkers) {
+    // The latest anchor an exporter that kept up can have had: nothing
+    // after the cursor was stored yet (the next message's time, or now).
+    m.cursor_time_ns = (cursor < LastSeq(s) ? s.log[cursor].time : s.now) * kTickNs;
+    m.marker_ttl_ns = kMarkerTtlTicks * kTickNs;
+  }
   int live = 0;
   for (int k = 0; k < kMaxKeys; ++k) live += TruthAt(s, k, cursor).has_value();
   m.entry_count = live;
@@ -479,6 +554,9 @@ core::RestoreTarget Target(const State& s) {
     t.fold_cursor = s.cursor;
   }
   t.first_seq = FirstSeq(s);
+  const StreamState st = Stream(s);
+  t.marker_ttl_ns = st.marker_ttl_ns;
+  t.server_time_ns = st.server_time_ns;
   return t;
 }
 
@@ -541,6 +619,7 @@ std::string ApplyCommit(State& s, const FoldCommit& c) {
   const FoldCommit::CountChange before = counts();
   for (const auto& [key, e] : c.entries) s.fold[KeyIndex(key)] = e;
   if (c.cursor) s.cursor = c.cursor;
+  if (c.cursor_time_ns) s.cursor_time = static_cast<uint8_t>(*c.cursor_time_ns / kTickNs);
   if (c.eviction_observed && *c.eviction_observed) s.memo = true;
   const FoldCommit::CountChange after = counts();
   if (after.live_keys - before.live_keys != stated.live_keys ||
@@ -566,13 +645,14 @@ void Node::World(const State& s) {
         State n = s;
         // History 1: the key's previous message leaves the stream.
         if (auto prev = LastRetainedOf(n, k)) n.retained &= ~(1u << (*prev - 1));
-        n.log.push_back(Message{static_cast<uint8_t>(k), put});
+        n.log.push_back(Message{static_cast<uint8_t>(k), put, false, s.now});
         n.retained |= 1u << last;
         Emit(std::string(put ? "put " : "delete ") + kKeys[k] + "@" + std::to_string(last + 1),
              std::move(n));
       }
     }
   }
+  if (s.flavour == Flavour::kMarkers) return MarkerWorld(s);
   const uint64_t first = FirstSeq(s);
   if (first <= last) {
     const Message& m = s.log[first - 1];
@@ -583,6 +663,34 @@ void Node::World(const State& s) {
                std::to_string(first),
            std::move(n));
     }
+  }
+}
+
+// The clock, the expiry of a put (its TTL ran out: a limit marker
+// replaces it) and the expiry of a marker, kMarkerTtlTicks after it was
+// written, wherever it stands in the stream.
+void Node::MarkerWorld(const State& s) {
+  const uint64_t last = LastSeq(s);
+  if (s.now < bounds_.ticks) {
+    State n = s;
+    ++n.now;
+    Emit("tick to " + std::to_string(n.now), std::move(n));
+  }
+  for (int k = 0; k < bounds_.keys && static_cast<int>(last) < bounds_.seqs; ++k) {
+    auto prev = LastRetainedOf(s, k);
+    if (!prev || !s.log[*prev - 1].put) continue;
+    State n = s;
+    n.retained &= ~(1u << (*prev - 1));
+    n.log.push_back(Message{static_cast<uint8_t>(k), false, true, s.now});
+    n.retained |= 1u << last;
+    Emit(std::string("expire ") + kKeys[k] + ": marker@" + std::to_string(last + 1), std::move(n));
+  }
+  for (uint64_t seq = 1; seq <= last; ++seq) {
+    const Message& m = s.log[seq - 1];
+    if (!Retained(s, seq) || !m.marker || s.now - m.time < kMarkerTtlTicks) continue;
+    State n = s;
+    n.retained &= ~(1u << (seq - 1));
+    Emit("marker " + std::to_string(seq) + " expires", std::move(n));
   }
 }
 
@@ -615,10 +723,23 @@ void Node::Watch(const State& s) {
     }
     if (auto next = core::FoldMessage(m, current)) n.pending.Put(key, std::move(*next));
     const uint64_t before = n.received.value_or(0);
-    if (seq == before + 1 && n.verified >= before) n.verified = std::max(n.verified, seq);
+    // WatchLoop::Apply: a jump in sequences on a marker bucket is a stretch
+    // read now, which must be inside the window (MarkerStretchHolds).
+    bool trip = false;
+    if (seq > before + 1 && Window(n) && !ReceivedInsideWindow(n) && n.mode == Mode::kWatching) {
+      EnterRepair(n, RepairCause::kFloorTrip);
+      trip = true;
+    }
+    // FloorGuard::Receive.
+    n.received_anchor = std::max(n.received_anchor, msg.time);
+    if (seq == before + 1 && n.verified >= before) {
+      n.verified = std::max(n.verified, seq);
+      n.verified_anchor = n.received_anchor;
+    }
     n.received = seq;
     AdvanceCursor(n);
-    Emit("deliver " + std::to_string(seq), std::move(n));
+    Emit("deliver " + std::to_string(seq) + (trip ? " (outside the marker window: trip)" : ""),
+         std::move(n));
     break;
   }
   if (s.mode != Mode::kWatching) return;  // a repair only drains deliveries
@@ -628,17 +749,27 @@ void Node::Watch(const State& s) {
     CheckFloor(n);
     Emit("floor check", std::move(n));
   }
-  if (s.received.value_or(0) < LastSeq(s)) {
+  const bool stale_anchor = Window(s) && s.received && s.received_anchor < s.now;
+  if (s.received.value_or(0) < LastSeq(s) || stale_anchor) {
     // WatchLoop::Probe: last_seq first, then the store's proof that nothing
-    // in scope up to it is still to come, then the floor again.
+    // in scope up to it is still to come, then the floor again. On a marker
+    // bucket the stretch proved empty is read now: inside the window or a
+    // trip. A position with nothing stored after it takes the reply's time
+    // as its anchor (ReanchorReceived, ReceiveQuietStretch).
     State n = s;
     if (CheckFloor(n)) {
       WorldSource source(n);
       const uint64_t last = LastSeq(n);
-      auto next = source.FirstRetainedInScope(Scope(), n.received.value_or(0) + 1);
+      const uint64_t received = n.received.value_or(0);
+      auto next = source.FirstRetainedInScope(Scope(), received + 1);
       if (core::NothingInScopeToCome(last, *next)) {
-        n.received = last;
-        CheckFloor(n);
+        if (last > received && Window(n) && !ReceivedInsideWindow(n)) {
+          EnterRepair(n, RepairCause::kFloorTrip);
+        } else {
+          n.received = last;
+          n.received_anchor = std::max(n.received_anchor, n.now);
+          CheckFloor(n);
+        }
       }
     }
     Emit("probe", std::move(n));
@@ -652,7 +783,11 @@ void Node::Watch(const State& s) {
 void Node::Commit(const State& s) {
   if (!s.in_flight) {
     const std::optional<uint64_t> handed = s.cursor;
-    if (!s.pending.HasWork(handed)) return;
+    // CommitPipeline::AnchorRefreshDue: an idle cursor's newer anchor is
+    // committed too (here at any time; the product waits a quarter window).
+    const bool refresh = s.pending.cursor() && s.pending.cursor() == s.cursor &&
+                         s.pending.cursor_time_ns() > s.cursor_time * kTickNs;
+    if (!s.pending.HasWork(handed) && !refresh) return;
     State n = s;
     n.in_flight = n.pending.Release();
     return Emit("hand a commit over", std::move(n));
@@ -844,6 +979,8 @@ void Node::Repair(const State& s) {
   }
   FoldCommit final_commit;
   final_commit.cursor = s.restore_cursor;
+  const int64_t anchor = Manifest(s, s.restore_cursor).cursor_time_ns;
+  if (anchor > 0) final_commit.cursor_time_ns = anchor;
   if (s.restore_evicted) final_commit.eviction_observed = true;
   EmitCommit("restore done: cursor -> " + std::to_string(s.restore_cursor), s, final_commit,
              [](State& n) {
@@ -854,7 +991,8 @@ void Node::Repair(const State& s) {
                n.relist_floor = relist_floor;
                n.received = cursor;
                n.verified = cursor;
-               n.pending.AdvanceTo(cursor);
+               n.received_anchor = n.verified_anchor = n.cursor_time;
+               n.pending.AdvanceTo(cursor, n.cursor_time * kTickNs);
                return StartSession(n);
              });
 }
@@ -915,6 +1053,15 @@ std::string CheckState(const State& s) {
   if (!s.cursor) return "";
   const uint64_t c = *s.cursor;
   if (c > LastSeq(s)) return "the cursor is past the stream's last sequence";
+  // The anchor's promise: every message after the cursor was stored at or
+  // after it.
+  for (uint64_t seq = c + 1; s.flavour == Flavour::kMarkers && seq <= LastSeq(s); ++seq) {
+    if (s.log[seq - 1].time < s.cursor_time) {
+      return "the cursor " + std::to_string(c) + "'s anchor (tick " +
+             std::to_string(s.cursor_time) + ") is later than message " + std::to_string(seq) +
+             " (tick " + std::to_string(s.log[seq - 1].time) + ")";
+    }
+  }
   const bool repairing =
       s.mode == Mode::kRepair || s.mode == Mode::kRelist || s.mode == Mode::kRestore;
   if (c == LastSeq(s) && !repairing && !SameLive(s.fold, truth)) {
@@ -1073,8 +1220,9 @@ void Explorer::Report(uint32_t parent, const std::string& label, const State& s,
   if (violations_ > 3) return;
   std::fprintf(stderr, "model: violation %llu: %s\n  bucket %s, policy %s; after:\n%s    %s\n",
                static_cast<unsigned long long>(violations_), violation.c_str(),
-               s.flavour == Flavour::kEvicts ? "evicts current values (discard old, max_msgs)"
-                                             : "keeps current values (history 1)",
+               s.flavour == Flavour::kEvicts    ? "evicts current values (discard old, max_msgs)"
+               : s.flavour == Flavour::kMarkers ? "per-message TTL with limit markers"
+                                                : "keeps current values (history 1)",
                std::string(ExpiryRepairName(s.policy)).c_str(), Trace(parent).c_str(),
                label.c_str());
 }
@@ -1086,10 +1234,9 @@ int Explorer::Run() {
   // and restore on an evicting bucket is what auto does there once it has
   // evicted (before, nothing can expire): neither adds a state.
   const std::pair<Flavour, ExpiryRepair> configs[] = {
-      {Flavour::kKeeps, ExpiryRepair::kAuto},
-      {Flavour::kKeeps, ExpiryRepair::kRestore},
-      {Flavour::kEvicts, ExpiryRepair::kAuto},
-      {Flavour::kEvicts, ExpiryRepair::kRelist},
+      {Flavour::kKeeps, ExpiryRepair::kAuto},   {Flavour::kKeeps, ExpiryRepair::kRestore},
+      {Flavour::kEvicts, ExpiryRepair::kAuto},  {Flavour::kEvicts, ExpiryRepair::kRelist},
+      {Flavour::kMarkers, ExpiryRepair::kAuto},
   };
   for (const auto& [flavour, policy] : configs) {
     {
@@ -1157,16 +1304,19 @@ int Main(int argc, char** argv) {
       bounds.crashes = number(9);
     } else if (std::strcmp(argv[i], "--transients") == 0) {
       bounds.transients = number(9);
+    } else if (std::strcmp(argv[i], "--ticks") == 0) {
+      bounds.ticks = std::max(1, number(9));
     } else {
       std::fprintf(stderr,
                    "usage: kvfold_model [--deep] [--keys N] [--seqs N] [--crashes N] "
-                   "[--transients N]\n");
+                   "[--transients N] [--ticks N]\n");
       return 2;
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  std::fprintf(stderr, "model: %d keys, %d sequences, %d crash(es), %d transient failure(s)\n",
-               bounds.keys, bounds.seqs, bounds.crashes, bounds.transients);
+  std::fprintf(stderr,
+               "model: %d keys, %d sequences, %d crash(es), %d transient failure(s), %d ticks\n",
+               bounds.keys, bounds.seqs, bounds.crashes, bounds.transients, bounds.ticks);
   const int rc = Explorer(bounds).Run();
   std::fprintf(stderr, "model: %.1f s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
