@@ -8,7 +8,14 @@
 // checks the marker window (core::MarkerWindowNs, InsideMarkerWindow) at a
 // session's start, on a jump in what it is delivered, on each probe, and
 // in CheckRestore; an extra oracle checks that the fold's cursor anchor is
-// never later than a message after the cursor.
+// never later than a message after the cursor. Its limits: at 1 s ticks a
+// window anywhere in (1 s, 2 s] behaves alike, so the margin's size is not
+// checked here (MarkerWindowTest is); with the default 3 ticks only a marker
+// written at the first tick can expire (--ticks 4: 17M states, about two
+// minutes); and a state sync on such a bucket (repair none, which anchors
+// at the reply's time) is not reached, so the anchor oracle is stronger than
+// what the product keeps on that path (the schedule sim's ttl-markers
+// scenario covers it by example).
 //
 //   kvfold_model [--deep] [--keys N] [--seqs N] [--crashes N] [--transients N] [--ticks N]
 //
