@@ -17,6 +17,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitCursorExpired = 3;
+inline constexpr int kExitNotFound = 4;  // kvfold get: no such live key
 
 // Prints "kvfold <command>: <status>" to stderr and maps it to an exit code.
 int Report(const std::string& command, const Status& status);
@@ -26,6 +27,8 @@ using Runner = std::function<int()>;
 Runner AddMirrorCommand(CLI::App& app);
 Runner AddDumpCommand(CLI::App& app);
 Runner AddStatusCommand(CLI::App& app);
+Runner AddScanCommand(CLI::App& app);
+Runner AddGetCommand(CLI::App& app);
 Runner AddExportCommand(CLI::App& app);
 Runner AddSeedCommand(CLI::App& app);
 Runner AddArtifactsCommand(CLI::App& app);

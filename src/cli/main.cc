@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   Runner mirror = AddMirrorCommand(app);
   Runner dump = AddDumpCommand(app);
   Runner status = AddStatusCommand(app);
+  Runner scan = AddScanCommand(app);
+  Runner get = AddGetCommand(app);
   Runner export_ = AddExportCommand(app);
   Runner seed = AddSeedCommand(app);
   Runner artifacts = AddArtifactsCommand(app);
@@ -56,6 +58,8 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("mirror")) return mirror();
   if (app.got_subcommand("dump")) return dump();
   if (app.got_subcommand("status")) return status();
+  if (app.got_subcommand("scan")) return scan();
+  if (app.got_subcommand("get")) return get();
   if (app.got_subcommand("export")) return export_();
   if (app.got_subcommand("seed")) return seed();
   if (app.got_subcommand("artifacts")) return artifacts();

@@ -1,4 +1,5 @@
-// kvfold dump and kvfold status: read a fold, also while a mirror writes it.
+// kvfold dump, scan, get and status: read a fold, also while a mirror
+// writes it.
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,8 @@ using nlohmann::json;
 
 struct ReadFlags {
   std::string fold;
-  std::vector<std::string> scope;
+  std::vector<std::string> scope;  // dump: --scope; scan: one --prefix
+  std::string key;                 // get
   bool json = false;
 };
 
@@ -41,29 +43,52 @@ std::string Printable(std::string_view v) {
   return out;
 }
 
-int RunDump(const ReadFlags& f) {
+// One entry as dump, scan and get print it.
+void PrintEntry(std::string_view key, const Entry& e, bool as_json) {
+  if (as_json) {
+    json line = {{"key", key}, {"revision", e.revision}, {"value", core::Base64Encode(e.value)}};
+    std::cout << line.dump() << "\n";
+  } else {
+    std::cout << key << "\t" << e.revision << "\t" << Printable(e.value) << "\n";
+  }
+}
+
+// `command` is "dump" or "scan": the live keys under the scope's prefixes.
+int RunDump(const ReadFlags& f, const char* command) {
   auto scope = Scope::Make(f.scope);
-  if (!scope.ok()) return Report("dump", scope.status());
+  if (!scope.ok()) return Report(command, scope.status());
   auto fold = OpenForReading(f.fold);
-  if (!fold.ok()) return Report("dump", fold.status());
+  if (!fold.ok()) return Report(command, fold.status());
   // Prefixes are disjoint and sorted, so scanning them in order yields keys
   // in byte order overall.
   for (const auto& prefix : scope->prefixes()) {
-    Status s = (*fold)->Scan(
-        prefix, /*include_tombstones=*/false, [&](std::string_view key, const Entry& e) {
-          if (f.json) {
-            json line = {
-                {"key", key}, {"revision", e.revision}, {"value", core::Base64Encode(e.value)}};
-            std::cout << line.dump() << "\n";
-          } else {
-            std::cout << key << "\t" << e.revision << "\t" << Printable(e.value) << "\n";
-          }
-          return static_cast<bool>(std::cout);
-        });
-    if (!s.ok()) return Report("dump", s);
+    Status s = (*fold)->Scan(prefix, /*include_tombstones=*/false,
+                             [&](std::string_view key, const Entry& e) {
+                               PrintEntry(key, e, f.json);
+                               return static_cast<bool>(std::cout);
+                             });
+    if (!s.ok()) return Report(command, s);
   }
   std::cout.flush();
   return kExitOk;
+}
+
+// One key: its value (text: exactly its bytes, then a newline), or exit 4
+// with nothing printed when the fold does not hold it live.
+int RunGet(const ReadFlags& f) {
+  auto fold = OpenForReading(f.fold);
+  if (!fold.ok()) return Report("get", fold.status());
+  Entry e;
+  Status s = (*fold)->Get(f.key, &e);
+  if (s.IsNotFound() || (s.ok() && e.deleted)) return kExitNotFound;
+  if (!s.ok()) return Report("get", s);
+  if (f.json) {
+    PrintEntry(f.key, e, true);
+  } else {
+    std::cout << e.value << "\n";
+  }
+  std::cout.flush();
+  return std::cout ? kExitOk : kExitFailure;
 }
 
 int RunStatus(const ReadFlags& f) {
@@ -120,7 +145,33 @@ Runner AddDumpCommand(CLI::App& app) {
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_option("--scope", flags->scope, "only keys with this prefix; repeatable");
   cmd->add_flag("--json", flags->json, "one JSON object per line");
-  return [flags] { return RunDump(*flags); };
+  return [flags] { return RunDump(*flags, "dump"); };
+}
+
+Runner AddScanCommand(CLI::App& app) {
+  auto flags = std::make_shared<ReadFlags>();
+  flags->scope.emplace_back();
+  CLI::App* cmd = app.add_subcommand(
+      "scan",
+      "Print the fold's live keys under a prefix, sorted by key bytes, as dump does; safe while "
+      "a mirror writes the fold. No key under it is not an error (exit 0, no output).");
+  cmd->add_option("--fold", flags->fold, "fold directory")->required();
+  cmd->add_option("--prefix", flags->scope.front(), "key prefix (default: every key)");
+  cmd->add_flag("--json", flags->json, "one JSON object per line");
+  return [flags] { return RunDump(*flags, "scan"); };
+}
+
+Runner AddGetCommand(CLI::App& app) {
+  auto flags = std::make_shared<ReadFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "get",
+      "Print one key's value as the fold holds it; safe while a mirror writes the fold. Exit "
+      "0 and the value (its bytes, then a newline), or exit 4 and nothing when the fold does "
+      "not hold the key live.");
+  cmd->add_option("--fold", flags->fold, "fold directory")->required();
+  cmd->add_option("key", flags->key, "the key")->required();
+  cmd->add_flag("--json", flags->json, "one JSON object: key, revision, value (base64)");
+  return [flags] { return RunGet(*flags); };
 }
 
 Runner AddStatusCommand(CLI::App& app) {

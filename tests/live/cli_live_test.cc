@@ -111,6 +111,42 @@ TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
   EXPECT_EQ(scoped.out.find("bin\t"), std::string::npos);
 }
 
+// Key lookups for scripts: get prints a value's bytes or exits 4 with
+// nothing said; scan prints a prefix's keys as dump does.
+TEST_F(CliLiveTest, GetAndScanAnswerScripts) {
+  kv_.CreateBucket("look");
+  const uint64_t seq = kv_.Put("look", "cfg.a", "alpha");
+  kv_.Put("look", "cfg.b", "beta");
+  kv_.Put("look", "bin", std::string("\x00\xfe", 2));
+  kv_.Put("look", "gone", "x");
+  kv_.Delete("look", "gone");
+  ASSERT_EQ(Mirror("look", Fold()).code, 0);
+  Exit a = Run({"get", "--fold", Fold(), "cfg.a"});
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.out, "alpha\n");
+  Exit bin = Run({"get", "--fold", Fold(), "bin"});
+  EXPECT_EQ(bin.out, std::string("\x00\xfe\n", 3)) << "the value's own bytes";
+  Exit j = Run({"get", "--fold", Fold(), "cfg.a", "--json"});
+  const json parsed = json::parse(j.out);
+  EXPECT_EQ(parsed["revision"], seq);
+  EXPECT_EQ(parsed["value"], "YWxwaGE=");
+  for (const char* missing : {"nope", "gone"}) {
+    Exit e = Run({"get", "--fold", Fold(), missing});
+    EXPECT_EQ(e.code, 4) << missing;
+    EXPECT_TRUE(e.out.empty() && e.err.empty()) << missing << ": " << e.out << e.err;
+  }
+  Exit scan = Run({"scan", "--fold", Fold(), "--prefix", "cfg."});
+  EXPECT_EQ(scan.code, 0) << scan.err;
+  EXPECT_EQ(scan.out, "cfg.a\t" + std::to_string(seq) + "\talpha\ncfg.b\t" +
+                          std::to_string(seq + 1) + "\tbeta\n");
+  Exit none = Run({"scan", "--fold", Fold(), "--prefix", "zz."});
+  EXPECT_EQ(none.code, 0);
+  EXPECT_TRUE(none.out.empty());
+  Exit no_fold = Run({"get", "--fold", Fold("absent"), "k"});
+  EXPECT_EQ(no_fold.code, 1) << "a missing fold is an error, not a missing key";
+  EXPECT_FALSE(no_fold.err.empty());
+}
+
 TEST_F(CliLiveTest, ScopedMirrorAndRefusalOfAnotherBucketOrScope) {
   kv_.CreateBucket("one");
   kv_.CreateBucket("two");
@@ -188,7 +224,7 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
     EXPECT_EQ(e.code, 2) << joined << "\n" << e.err;
     EXPECT_FALSE(e.err.empty()) << joined;
   }
-  for (const char* cmd : {"mirror", "dump", "status", "export", "seed"}) {
+  for (const char* cmd : {"mirror", "dump", "scan", "get", "status", "export", "seed"}) {
     Exit e = Run({cmd, "--help"});
     EXPECT_EQ(e.code, 0) << cmd;
     EXPECT_NE(e.out.find("--fold"), std::string::npos) << cmd;
