@@ -37,7 +37,7 @@ std::unique_ptr<Fold> SourceFold(const std::string& path) {
 
 std::unique_ptr<Transport> Directory(const std::string& path) {
   return std::move(OpenTransport("dir:" + path, ConnectOptions{},
-                                 TransportOptions{.create_if_missing = true}))
+                                 TransportOptions{.create_if_missing = true, .s3 = {}}))
       .value();
 }
 

@@ -6,6 +6,8 @@ include_guard(GLOBAL)
 find_package(Threads REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(OpenSSL REQUIRED)
+# The S3 transport: libcurl signs with SigV4 (CURLOPT_AWS_SIGV4, 7.75+).
+find_package(CURL 7.75 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 
 find_library(NATS_LIB nats REQUIRED)

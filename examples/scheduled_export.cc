@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   if (!bucket.ok()) return std::cerr << bucket.status().ToString() << "\n", 1;
   auto fold = kvfold::OpenRocksFold(argv[3]);
   if (!fold.ok()) return std::cerr << fold.status().ToString() << "\n", 1;
-  auto artifacts = kvfold::OpenTransport(argv[4], connect, {.create_if_missing = true});
+  auto artifacts = kvfold::OpenTransport(argv[4], connect, {.create_if_missing = true, .s3 = {}});
   if (!artifacts.ok()) return std::cerr << artifacts.status().ToString() << "\n", 1;
   auto lease = kvfold::ExportLease::Open(connect, "kvfold-leases");
   if (!lease.ok()) return std::cerr << lease.status().ToString() << "\n", 1;

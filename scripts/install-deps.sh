@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang-format
   libnats-dev librocksdb-dev libzstd-dev
-  libprotobuf-dev protobuf-compiler libssl-dev
+  libprotobuf-dev protobuf-compiler libssl-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nats-server openssl

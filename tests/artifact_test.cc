@@ -70,7 +70,7 @@ class ArtifactTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
-                           TransportOptions{.create_if_missing = true});
+                           TransportOptions{.create_if_missing = true, .s3 = {}});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     to_ = std::move(t).value();
     source_ = SourceFold(300);
@@ -438,7 +438,7 @@ TEST_F(ArtifactTest, AMissingDirectoryIsNotFoundAndNotCreated) {
   EXPECT_NE(t.status().message().find("no artifact directory at " + missing), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(missing));
   auto created = OpenTransport("dir:" + missing, ConnectOptions{},
-                               TransportOptions{.create_if_missing = true});
+                               TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(created.ok());
   EXPECT_TRUE(std::filesystem::is_directory(missing));
 }
@@ -498,7 +498,7 @@ TEST_F(ArtifactTest, ConcurrentExportersNeverMoveThePointerBackward) {
   RacePointer(
       [&] {
         return std::move(OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
-                                       TransportOptions{.create_if_missing = true}))
+                                       TransportOptions{.create_if_missing = true, .s3 = {}}))
             .value();
       },
       200);
@@ -615,7 +615,7 @@ TEST_F(ArtifactTest, SeedWhoseArtifactVanishedCanBeDiscardedForTheLatest) {
     SCOPED_TRACE(sim::FaultName(fault));
     TestDir dir;
     auto to = OpenTransport("dir:" + dir.path() + "/arts", ConnectOptions{},
-                            TransportOptions{.create_if_missing = true});
+                            TransportOptions{.create_if_missing = true, .s3 = {}});
     ASSERT_TRUE(to.ok());
     ExportOptions eo;
     eo.chunk_raw_bytes = 2000;

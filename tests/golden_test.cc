@@ -60,7 +60,7 @@ TEST(GoldenTest, TodaysExportIsByteIdentical) {
   auto fold = NewMemoryFold();
   ASSERT_TRUE(fold->Commit(golden::V1Fold()).ok());
   auto to = OpenTransport("dir:" + dir.path(), ConnectOptions{},
-                          TransportOptions{.create_if_missing = true});
+                          TransportOptions{.create_if_missing = true, .s3 = {}});
   auto m = ExportArtifact(*fold, **to, golden::V1Options());
   ASSERT_TRUE(m.ok());
   const fs::path golden_dir = fs::path(KVFOLD_GOLDEN_DIR) / "v1" / golden::kV1Id;

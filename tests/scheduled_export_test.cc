@@ -29,7 +29,7 @@ class ScheduledExportTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
-                           TransportOptions{.create_if_missing = true});
+                           TransportOptions{.create_if_missing = true, .s3 = {}});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     to_ = std::move(t).value();
     CommitThrough(10);

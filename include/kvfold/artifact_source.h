@@ -26,7 +26,7 @@ class ArtifactSource {
   ArtifactSource& operator=(const ArtifactSource&) = delete;
   virtual ~ArtifactSource() = default;
 
-  // "dir:/path" or "obj:bucket", for messages.
+  // The transport's location, for messages.
   virtual const std::string& location() const = 0;
 
   // The manifest the latest pointer names, its frame and signature checked.
@@ -46,14 +46,15 @@ class ArtifactSource {
 // checking signatures as `verify` says.
 std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions verify = {});
 
-// An ArtifactSource over `location` ("dir:PATH" or "obj:BUCKET"), opened
+// An ArtifactSource over `location` (dir:, obj: or s3://), opened
 // when Newest is first called, and again after an open that failed: a
 // location the first exporter has not created yet is "no artifact yet",
 // which a restore waits out, not a reason to refuse to start. The
-// location's syntax is checked here: InvalidArgument when it is neither.
-StatusOr<std::unique_ptr<ArtifactSource>> OpenArtifactSourceWhenNeeded(std::string location,
-                                                                       ConnectOptions connect,
-                                                                       VerifyOptions verify = {});
+// location's syntax is checked here: InvalidArgument when it is none of
+// them. `transport` says how (S3 settings); create_if_missing is ignored.
+StatusOr<std::unique_ptr<ArtifactSource>> OpenArtifactSourceWhenNeeded(
+    std::string location, ConnectOptions connect, VerifyOptions verify = {},
+    TransportOptions transport = {});
 
 }  // namespace kvfold
 

@@ -1,4 +1,5 @@
-// Where artifacts are published: a directory or a NATS Object Store bucket.
+// Where artifacts are published: a directory, a NATS Object Store bucket or
+// an S3 bucket (AWS S3, or any server of its protocol: MinIO, Ceph, R2).
 //
 // A transport stores named objects (an artifact is a manifest object plus
 // chunk objects under "<artifact-id>/") and one *latest pointer* that names
@@ -40,7 +41,7 @@ class Transport {
   Transport& operator=(const Transport&) = delete;
   virtual ~Transport() = default;
 
-  // "dir:<path>" or "obj:<bucket>", for messages.
+  // "dir:<path>", "obj:<bucket>" or "s3://<bucket>/<prefix>", for messages.
   virtual const std::string& location() const = 0;
 
   // Stores `bytes` under `name` durably; readers see all of it or nothing.
@@ -66,18 +67,55 @@ class Transport {
 // absolute path) is InvalidArgument.
 Status ValidateObjectName(std::string_view name);
 
-struct TransportOptions {
-  // Create the directory or the object store bucket (stream OBJ_<bucket>)
-  // when missing. Exporters set it; a reader of a missing location gets
-  // NotFound and nothing is created (a typo never leaves a stream behind).
-  bool create_if_missing = false;
+// How "s3://<bucket>/<prefix>" is reached. Empty fields take the standard
+// AWS settings from the environment, as the AWS CLI does.
+struct S3Options {
+  // The server's base URL ("http://127.0.0.1:9000"). Default:
+  // AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS S3 of the region.
+  std::string endpoint;
+  // Default: AWS_REGION, else AWS_DEFAULT_REGION, else the profile's region
+  // in the config file (AWS_CONFIG_FILE, ~/.aws/config), else us-east-1.
+  std::string region;
+  // Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+  // AWS_SESSION_TOKEN, else this profile (default: AWS_PROFILE, else
+  // "default") of the credentials file (AWS_SHARED_CREDENTIALS_FILE,
+  // ~/.aws/credentials).
+  std::string profile;
+  enum class Addressing {
+    kAuto,           // virtual-hosted on AWS, path-style on another endpoint
+    kPath,           // <endpoint>/<bucket>/<key>
+    kVirtualHosted,  // <bucket>.<endpoint host>/<key>
+  };
+  Addressing addressing = Addressing::kAuto;
+  // Objects larger than this are uploaded in parts of this size (multipart
+  // upload). S3 takes parts of 5 MiB and more. Default: 8 MiB.
+  size_t part_size = size_t{8} << 20;
+  // Attempts per request when the server answers 5xx or throttles (429,
+  // 503 SlowDown) or the connection fails; waits 100 ms, doubling to 2 s.
+  // Default: 5.
+  int max_attempts = 5;
 };
 
-// OK for "dir:<path>" and "obj:<bucket>", InvalidArgument for any other form.
+// "path", "virtual" or "auto"; InvalidArgument otherwise.
+StatusOr<S3Options::Addressing> ParseS3Addressing(std::string_view name);
+
+struct TransportOptions {
+  // Create the directory, the object store bucket (stream OBJ_<bucket>) or
+  // the S3 bucket when missing. Exporters set it; a reader of a missing
+  // location gets NotFound and nothing is created (a typo never leaves a
+  // stream or a bucket behind).
+  bool create_if_missing = false;
+  S3Options s3;  // for s3:// locations
+};
+
+// OK for "dir:<path>", "obj:<bucket>" and "s3://<bucket>[/<prefix>]" (an S3
+// bucket name; a prefix of object-name segments), InvalidArgument naming
+// what is wrong for any other form.
 Status ValidateLocation(std::string_view location);
 
-// Opens "dir:<path>" or "obj:<bucket>" (on the server `connect` names).
-// InvalidArgument for any other form.
+// Opens "dir:<path>", "obj:<bucket>" (on the server `connect` names) or
+// "s3://<bucket>[/<prefix>]" (as `options.s3` says). InvalidArgument for any
+// other form.
 StatusOr<std::unique_ptr<Transport>> OpenTransport(const std::string& location,
                                                    const ConnectOptions& connect,
                                                    const TransportOptions& options = {});

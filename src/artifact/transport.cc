@@ -2,6 +2,8 @@
 
 #include "artifact/directory_transport.h"
 #include "artifact/object_store_transport.h"
+#include "artifact/s3_config.h"
+#include "artifact/s3_transport.h"
 
 namespace kvfold {
 
@@ -30,18 +32,30 @@ Status ValidateObjectName(std::string_view name) {
   return Status::OK();
 }
 
+StatusOr<S3Options::Addressing> ParseS3Addressing(std::string_view name) {
+  if (name == "auto") return S3Options::Addressing::kAuto;
+  if (name == "path") return S3Options::Addressing::kPath;
+  if (name == "virtual") return S3Options::Addressing::kVirtualHosted;
+  return Status::InvalidArgument("S3 addressing \"" + std::string(name) +
+                                 "\" is none of auto, path, virtual");
+}
+
 Status ValidateLocation(std::string_view location) {
+  if (location.starts_with("s3://")) return artifact::ParseS3Location(location).status();
   if ((location.starts_with("dir:") || location.starts_with("obj:")) && location.size() > 4) {
     return Status::OK();
   }
   return Status::InvalidArgument("artifact location \"" + std::string(location) +
-                                 "\" is neither dir:<path> nor obj:<bucket>");
+                                 "\" is none of dir:<path>, obj:<bucket>, s3://<bucket>/<prefix>");
 }
 
 StatusOr<std::unique_ptr<Transport>> OpenTransport(const std::string& location,
                                                    const ConnectOptions& connect,
                                                    const TransportOptions& options) {
   KVFOLD_RETURN_IF_ERROR(ValidateLocation(location));
+  if (location.starts_with("s3://")) {
+    return artifact::OpenS3Transport(location, options.s3, options.create_if_missing);
+  }
   if (location.starts_with("dir:")) {
     return artifact::OpenDirectoryTransport(location.substr(4), options.create_if_missing);
   }

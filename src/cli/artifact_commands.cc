@@ -88,6 +88,7 @@ void PrintManifest(const ArtifactManifest& m, bool latest) {
 
 struct ExportFlags {
   ConnectOptions connect;
+  TransportFlags transport;
   std::string fold;
   std::string to;
   std::string sign_key;
@@ -98,13 +99,16 @@ struct ExportFlags {
 
 int RunExport(ExportFlags& f) {
   KVFOLD_RETURN_IF_ERROR_EXIT("export", ResolveConnectFlags(&f.connect, false));
+  KVFOLD_RETURN_IF_ERROR_EXIT("export", ResolveTransportFlags(&f.transport));
   auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
   if (!min_age.ok()) return Report("export", min_age.status().WithContext("--min-age"));
   FoldOptions fo;
   fo.read_only = true;  // a consistent snapshot also works beside a running mirror
   auto fold = OpenRocksFold(f.fold, fo);
   if (!fold.ok()) return Report("export", fold.status());
-  auto to = OpenTransport(f.to, f.connect, TransportOptions{.create_if_missing = true});
+  TransportOptions creating = f.transport.options;
+  creating.create_if_missing = true;
+  auto to = OpenTransport(f.to, f.connect, creating);
   if (!to.ok()) return Report("export", to.status());
   ExportOptions options;
   options.sign_key_file = f.sign_key;
@@ -144,6 +148,7 @@ int RunExport(ExportFlags& f) {
 
 struct SeedFlags {
   ConnectOptions connect;
+  TransportFlags transport;
   std::string fold;
   std::string from;
   std::string artifact;
@@ -171,10 +176,11 @@ void UndoCreation(std::unique_ptr<Fold> fold, const std::string& path, bool exis
 
 int RunSeed(SeedFlags& f) {
   KVFOLD_RETURN_IF_ERROR_EXIT("seed", ResolveConnectFlags(&f.connect, false));
+  KVFOLD_RETURN_IF_ERROR_EXIT("seed", ResolveTransportFlags(&f.transport));
   if (f.require_signature && f.trusted.empty()) {
     return Report("seed", Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
-  auto from = OpenTransport(f.from, f.connect);
+  auto from = OpenTransport(f.from, f.connect, f.transport.options);
   if (!from.ok()) return Report("seed", from.status());
   std::error_code ec;
   const bool existed = std::filesystem::exists(f.fold, ec);
@@ -207,6 +213,7 @@ int RunSeed(SeedFlags& f) {
 
 struct ArtifactsFlags {
   ConnectOptions connect;
+  TransportFlags transport;
   std::string location;
   std::string artifact;
   std::vector<std::string> trusted;
@@ -217,7 +224,7 @@ struct ArtifactsFlags {
 };
 
 int RunList(const ArtifactsFlags& f) {
-  auto at = OpenTransport(f.location, f.connect);
+  auto at = OpenTransport(f.location, f.connect, f.transport.options);
   if (!at.ok()) return Report("artifacts list", at.status());
   std::vector<std::string> unreadable;
   auto all = ListArtifacts(**at, &unreadable);
@@ -245,7 +252,7 @@ StatusOr<std::string> ChosenArtifact(Transport& at, const std::string& given) {
 }
 
 int RunInspect(const ArtifactsFlags& f) {
-  auto at = OpenTransport(f.location, f.connect);
+  auto at = OpenTransport(f.location, f.connect, f.transport.options);
   if (!at.ok()) return Report("artifacts inspect", at.status());
   auto id = ChosenArtifact(**at, f.artifact);
   if (!id.ok()) return Report("artifacts inspect", id.status());
@@ -268,7 +275,7 @@ int RunVerify(const ArtifactsFlags& f) {
     return Report("artifacts verify",
                   Status::InvalidArgument("--require-signature needs --trusted-key"));
   }
-  auto at = OpenTransport(f.location, f.connect);
+  auto at = OpenTransport(f.location, f.connect, f.transport.options);
   if (!at.ok()) return Report("artifacts verify", at.status());
   auto id = ChosenArtifact(**at, f.artifact);
   if (!id.ok()) return Report("artifacts verify", id.status());
@@ -284,7 +291,7 @@ int RunVerify(const ArtifactsFlags& f) {
 }
 
 int RunPrune(const ArtifactsFlags& f) {
-  auto at = OpenTransport(f.location, f.connect);
+  auto at = OpenTransport(f.location, f.connect, f.transport.options);
   if (!at.ok()) return Report("artifacts prune", at.status());
   auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
   if (!min_age.ok()) return Report("artifacts prune", min_age.status().WithContext("--min-age"));
@@ -298,12 +305,12 @@ int RunPrune(const ArtifactsFlags& f) {
 
 Runner AddExportCommand(CLI::App& app) {
   auto f = std::make_shared<ExportFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "export",
-      "Export a consistent snapshot of a fold as an artifact to dir:PATH or obj:BUCKET "
-      "(works on a stopped fold and beside a running mirror).");
+  CLI::App* cmd = app.add_subcommand("export",
+                                     "Export a consistent snapshot of a fold as an artifact to "
+                                     "dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX "
+                                     "(works on a stopped fold and beside a running mirror).");
   cmd->add_option("--fold", f->fold, "fold directory")->required();
-  cmd->add_option("--to", f->to, "dir:PATH or obj:BUCKET (obj: needs --server)")
+  cmd->add_option("--to", f->to, "dir:PATH, obj:BUCKET (needs --server) or s3://BUCKET/PREFIX")
       ->required()
       ->check(kArtifactLocation);
   cmd->add_option("--sign-key", f->sign_key, "PEM Ed25519 private key to sign the manifest")
@@ -314,6 +321,7 @@ Runner AddExportCommand(CLI::App& app) {
                   "reading it), e.g. 0s, 30m, 2h (default 1h)");
   cmd->add_flag("--json", f->json, "print the new manifest as JSON");
   AddConnectFlags(cmd, &f->connect);
+  AddTransportFlags(cmd, &f->transport);
   return [f] { return RunExport(*f); };
 }
 
@@ -324,7 +332,7 @@ Runner AddSeedCommand(CLI::App& app) {
       "Fill an empty fold from the newest artifact (verified first); `kvfold mirror` "
       "then resumes from the artifact's cursor. Re-run after a kill to finish.");
   cmd->add_option("--fold", f->fold, "empty fold directory")->required();
-  cmd->add_option("--from", f->from, "dir:PATH or obj:BUCKET")
+  cmd->add_option("--from", f->from, "dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
       ->required()
       ->check(kArtifactLocation);
   cmd->add_option("--artifact", f->artifact, "seed from this artifact instead of the latest");
@@ -338,6 +346,7 @@ Runner AddSeedCommand(CLI::App& app) {
                 "discard an unfinished seed in --fold (e.g. its artifact was pruned) and seed "
                 "from --artifact or the latest");
   AddConnectFlags(cmd, &f->connect);
+  AddTransportFlags(cmd, &f->transport);
   return [f] { return RunSeed(*f); };
 }
 
@@ -346,10 +355,11 @@ Runner AddArtifactsCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("artifacts", "List, inspect, verify or prune artifacts.");
   cmd->require_subcommand(1);
   auto common = [&f](CLI::App* sub) {
-    sub->add_option("location", f->location, "dir:PATH or obj:BUCKET")
+    sub->add_option("location", f->location, "dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
         ->required()
         ->check(kArtifactLocation);
     AddConnectFlags(sub, &f->connect);
+    AddTransportFlags(sub, &f->transport);
   };
   CLI::App* list = cmd->add_subcommand("list", "One line per artifact, oldest cursor first.");
   common(list);
@@ -379,6 +389,7 @@ Runner AddArtifactsCommand(CLI::App& app) {
                     "e.g. 0s, 30m, 2h (default 1h)");
   return [f, list, inspect, verify, prune] {
     KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", ResolveConnectFlags(&f->connect, false));
+    KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", ResolveTransportFlags(&f->transport));
     if (list->parsed()) return RunList(*f);
     if (inspect->parsed()) return RunInspect(*f);
     if (verify->parsed()) return RunVerify(*f);

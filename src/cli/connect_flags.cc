@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "kvfold/transport.h"
+
 namespace kvfold::cli {
 
 void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
@@ -61,12 +63,52 @@ Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
   return Status::OK();
 }
 
+void AddTransportFlags(CLI::App* cmd, TransportFlags* f) {
+  cmd->add_option("--s3-endpoint", f->s3_endpoint,
+                  "S3 server base URL, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, "
+                  "AWS_ENDPOINT_URL, else AWS)");
+  cmd->add_option("--s3-region", f->s3_region,
+                  "S3 region (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1)");
+  cmd->add_option("--s3-addressing", f->s3_addressing,
+                  "path (ENDPOINT/BUCKET/KEY), virtual (BUCKET.HOST/KEY) or auto (default: "
+                  "virtual on AWS, path elsewhere)");
+  cmd->add_option("--s3-profile", f->s3_profile,
+                  "profile of the AWS credentials and config files (default: AWS_PROFILE, "
+                  "else default)");
+}
+
+Status ResolveTransportFlags(TransportFlags* f) {
+  auto addressing = ParseS3Addressing(f->s3_addressing);
+  if (!addressing.ok()) return addressing.status().WithContext("--s3-addressing");
+  f->options.s3.addressing = *addressing;
+  f->options.s3.endpoint = f->s3_endpoint;
+  f->options.s3.region = f->s3_region;
+  f->options.s3.profile = f->s3_profile;
+  return Status::OK();
+}
+
+Status FillFlagsFromEnvironment(CLI::App* cmd, std::span<const EnvFlag> flags) {
+  for (const EnvFlag& f : flags) {
+    if (cmd->count(f.flag) > 0) continue;
+    const char* value = std::getenv(f.env);
+    if (value == nullptr || *value == '\0') continue;
+    CLI::Option* option = cmd->get_option(f.flag);
+    try {
+      option->add_result(std::string(value));
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      return Status::InvalidArgument(std::string(f.env) + " (for " + f.flag + "): " + e.what());
+    }
+  }
+  return Status::OK();
+}
+
 const CLI::Validator kArtifactLocation(
     [](std::string& text) -> std::string {
-      if ((text.starts_with("dir:") || text.starts_with("obj:")) && text.size() > 4) return "";
-      return "artifact location \"" + text + "\" is neither dir:PATH nor obj:BUCKET";
+      Status valid = ValidateLocation(text);
+      return valid.ok() ? std::string() : valid.message();
     },
-    "dir:PATH|obj:BUCKET");
+    "LOCATION");
 
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool allow_zero) {
   uint64_t n = 0;

@@ -4,8 +4,10 @@
 #define KVFOLD_CLI_CONNECT_FLAGS_H_
 
 #include <CLI/CLI.hpp>
+#include <span>
 
 #include "kvfold/connection.h"
+#include "kvfold/transport.h"
 
 namespace kvfold::cli {
 
@@ -21,8 +23,32 @@ void AddConnectFlags(CLI::App* cmd, ConnectOptions* options);
 // not, and sibling subcommands share one ConnectOptions.)
 Status ResolveConnectFlags(ConnectOptions* options, bool server_required);
 
-// Refuses at parse time (exit 2) an artifact location that is neither
-// dir:PATH nor obj:BUCKET.
+// How an s3:// location is reached: --s3-endpoint, --s3-region,
+// --s3-addressing and --s3-profile (each left empty takes the AWS
+// environment: AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE, ...).
+struct TransportFlags {
+  std::string s3_endpoint;
+  std::string s3_region;
+  std::string s3_addressing = "auto";
+  std::string s3_profile;
+  TransportOptions options;  // set by ResolveTransportFlags
+};
+void AddTransportFlags(CLI::App* cmd, TransportFlags* flags);
+// InvalidArgument naming the flag at fault.
+Status ResolveTransportFlags(TransportFlags* flags);
+
+// Gives each flag not on the command line the value of its environment
+// variable, when that is set and not empty, through the flag's own
+// validators and conversion (a systemd unit's EnvironmentFile= sets them).
+// InvalidArgument naming the variable when a value is refused.
+struct EnvFlag {
+  const char* flag;  // "--bucket"
+  const char* env;   // "KVFOLD_BUCKET"
+};
+Status FillFlagsFromEnvironment(CLI::App* cmd, std::span<const EnvFlag> flags);
+
+// Refuses at parse time (exit 2) an artifact location ValidateLocation
+// refuses.
 extern const CLI::Validator kArtifactLocation;
 
 // "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise,

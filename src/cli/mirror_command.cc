@@ -15,6 +15,7 @@
 #include "cli/logger.h"
 #include "cli/metrics_server.h"
 #include "cli/metrics_text.h"
+#include "cli/service_notifier.h"
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"
@@ -31,6 +32,7 @@ namespace {
 
 struct MirrorFlags {
   ConnectOptions connect;
+  TransportFlags transport;
   std::string bucket;
   std::string fold;
   std::vector<std::string> scope;
@@ -79,7 +81,9 @@ StatusOr<ExportSetup> OpenExportSetup(const MirrorFlags& f, const ScheduledExpor
   auto lease = ExportLease::Open(f.connect, f.lease_bucket);
   if (!lease.ok()) return lease.status().WithContext("--lease-bucket");
   setup.lease = std::move(lease).value();
-  auto to = OpenTransport(f.export_to, f.connect, TransportOptions{.create_if_missing = true});
+  TransportOptions creating = f.transport.options;
+  creating.create_if_missing = true;
+  auto to = OpenTransport(f.export_to, f.connect, creating);
   if (!to.ok()) return to.status().WithContext("--export-to");
   setup.to = std::move(to).value();
   return setup;
@@ -128,15 +132,17 @@ struct MirrorPlan {
   HealthOptions health;  // /healthz and /readyz
 };
 
-// InvalidArgument (exit 2) naming the flag at fault.
-StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
+// InvalidArgument (exit 2) naming the flag at fault. `notifying`: systemd
+// is told of readiness (NOTIFY_SOCKET).
+StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
   MirrorPlan plan;
-  if (f.bucket.empty()) return Status::InvalidArgument("--bucket must not be empty");
+  if (f.bucket.empty()) return Status::InvalidArgument("--bucket (or KVFOLD_BUCKET) is required");
   auto scope = Scope::Make(f.scope);
   if (!scope.ok()) return scope.status();
   plan.scope = *scope;
   if (f.batch == 0) return Status::InvalidArgument("--batch must be > 0");
   KVFOLD_RETURN_IF_ERROR(ResolveConnectFlags(&f.connect, true));
+  KVFOLD_RETURN_IF_ERROR(ResolveTransportFlags(&f.transport));
   if (f.export_to.empty() != f.export_every.empty()) {
     return Status::InvalidArgument("--export-to and --export-every go together");
   }
@@ -144,9 +150,6 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
     auto d = ParseDuration(f.export_every);
     if (!d.ok()) return d.status().WithContext("--export-every");
     plan.every = *d;
-    if (!f.export_to.starts_with("dir:") && !f.export_to.starts_with("obj:")) {
-      return Status::InvalidArgument("--export-to must be dir:PATH or obj:BUCKET");
-    }
   }
   auto repair = ParseExpiryRepair(f.repair);
   if (!repair.ok()) return repair.status().WithContext("--repair");
@@ -163,8 +166,9 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f) {
     return Status::InvalidArgument("--require-signature needs --trusted-key");
   }
   if (!f.ready_max_lag.empty()) {
-    if (f.metrics_addr.empty()) {
-      return Status::InvalidArgument("--ready-max-lag needs --metrics-addr (it serves /readyz)");
+    if (f.metrics_addr.empty() && !notifying) {
+      return Status::InvalidArgument(
+          "--ready-max-lag needs --metrics-addr (it serves /readyz) or a systemd notify socket");
     }
     auto ready_lag = ParseDuration(f.ready_max_lag);
     if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
@@ -215,8 +219,31 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   return options;
 }
 
-int RunMirror(MirrorFlags& f) {
-  auto checked = CheckMirrorFlags(f);
+// What a systemd unit's environment file may set (deploy/kvfold-mirror.env).
+constexpr EnvFlag kMirrorEnvFlags[] = {
+    {"--bucket", "KVFOLD_BUCKET"},
+    {"--scope", "KVFOLD_SCOPE"},
+    {"--repair", "KVFOLD_REPAIR"},
+    {"--artifacts", "KVFOLD_ARTIFACTS"},
+    {"--repair-timeout", "KVFOLD_REPAIR_TIMEOUT"},
+    {"--reconcile-every", "KVFOLD_RECONCILE_EVERY"},
+    {"--metrics-addr", "KVFOLD_METRICS_ADDR"},
+    {"--ready-max-lag", "KVFOLD_READY_MAX_LAG"},
+    {"--export-to", "KVFOLD_EXPORT_TO"},
+    {"--export-every", "KVFOLD_EXPORT_EVERY"},
+    {"--keep", "KVFOLD_KEEP"},
+    {"--sign-key", "KVFOLD_SIGN_KEY"},
+    {"--s3-endpoint", "KVFOLD_S3_ENDPOINT"},
+    {"--s3-region", "KVFOLD_S3_REGION"},
+    {"--s3-addressing", "KVFOLD_S3_ADDRESSING"},
+    {"--s3-profile", "KVFOLD_S3_PROFILE"},
+};
+
+int RunMirror(CLI::App* cmd, MirrorFlags& f) {
+  KVFOLD_RETURN_IF_ERROR_EXIT("mirror", FillFlagsFromEnvironment(cmd, kMirrorEnvFlags));
+  auto notifier = ServiceNotifier::FromEnvironment();
+  if (!notifier.ok()) return Report("mirror", notifier.status());
+  auto checked = CheckMirrorFlags(f, *notifier != nullptr);
   if (!checked.ok()) return Report("mirror", checked.status());
   const MirrorPlan& plan = *checked;
   const std::optional<std::chrono::milliseconds>& every = plan.every;
@@ -256,7 +283,8 @@ int RunMirror(MirrorFlags& f) {
     auto opened =
         OpenArtifactSourceWhenNeeded(f.artifacts, f.connect,
                                      VerifyOptions{.trusted_key_files = f.trusted_keys,
-                                                   .require_signature = f.require_signature});
+                                                   .require_signature = f.require_signature},
+                                     f.transport.options);
     if (!opened.ok()) return Report("mirror", opened.status().WithContext("--artifacts"));
     artifact_source = std::move(opened).value();
   }
@@ -268,8 +296,8 @@ int RunMirror(MirrorFlags& f) {
   if (!fold.ok()) return Report("mirror", fold.status());
 
   WatchOptions options = WatchOptionsOf(f, plan, stopper.token(), artifact_source.get());
-  // Counted only when served: a mirror without --metrics-addr pays nothing.
-  if (metrics_server) options.metrics = &metrics;
+  // Counted only when served or reported: a plain mirror pays nothing.
+  if (metrics_server || *notifier) options.metrics = &metrics;
   std::unique_ptr<ScheduledExport> exporter;
   if (export_options) {
     auto made =
@@ -285,8 +313,19 @@ int RunMirror(MirrorFlags& f) {
     if (exporter) {
       exports.emplace([&exporter, stop = exports_stop.get_token()] { exporter->Run(stop); });
     }
+    // systemd hears of readiness, then of the stop as soon as it is asked.
+    std::optional<std::jthread> service_reports;
+    std::optional<std::stop_callback<std::function<void()>>> stop_reports;
+    if (*notifier) {
+      service_reports.emplace([&notifier, &metrics, &plan](std::stop_token stop) {
+        ReportServiceState(**notifier, metrics, plan.health, stop);
+      });
+      stop_reports.emplace(stopper.token(),
+                           [&service_reports] { service_reports->request_stop(); });
+    }
     s = Watch(**source, **fold, options);
     exports_stop.request_stop();
+    if (service_reports) service_reports->request_stop();
   }
   if (!s.ok()) return Report("mirror", s);
   auto meta = (*fold)->ReadMeta();
@@ -310,15 +349,18 @@ Runner AddMirrorCommand(CLI::App& app) {
                          "2 usage, 3 cursor expired and the repair refused or found no usable "
                          "artifact (cursor untouched), 1 other errors.");
   AddConnectFlags(cmd, &flags->connect);
-  cmd->add_option("--bucket", flags->bucket, "KV bucket name")->required();
+  AddTransportFlags(cmd, &flags->transport);
+  cmd->add_option("--bucket", flags->bucket, "KV bucket name (required)");
   cmd->add_option("--fold", flags->fold, "fold directory (created when missing)")->required();
   cmd->add_option("--scope", flags->scope,
-                  "key prefix to mirror; repeat for several (default: whole bucket)");
+                  "key prefix to mirror; repeat, or separate by commas, for several (default: "
+                  "whole bucket)")
+      ->delimiter(',');
   cmd->add_flag("--until-caught-up", flags->until_caught_up,
                 "exit 0 once the fold reached the stream's last sequence at start");
   cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)");
   cmd->add_option("--export-to", flags->export_to,
-                  "export artifacts on a schedule to dir:PATH or obj:BUCKET")
+                  "export artifacts on a schedule to dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
       ->check(kArtifactLocation);
   cmd->add_option("--export-every", flags->export_every,
                   "export period, e.g. 30s, 5m, 1h (one node per round, by lease)");
@@ -336,7 +378,7 @@ Runner AddMirrorCommand(CLI::App& app) {
         return policy.ok() ? std::string() : policy.status().message();
       });
   cmd->add_option("--artifacts", flags->artifacts,
-                  "where restore finds artifacts: dir:PATH or obj:BUCKET")
+                  "where restore finds artifacts: dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
       ->check(kArtifactLocation);
   cmd->add_option("--repair-timeout", flags->repair_timeout,
                   "how long a restore waits for a usable artifact before exit 3 (default 10m)");
@@ -357,7 +399,11 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_option("--ready-max-lag", flags->ready_max_lag,
                   "/readyz answers 503 once the oldest change not folded is older than this "
                   "(default 10s)");
-  return [flags] { return RunMirror(*flags); };
+  for (const EnvFlag& e : kMirrorEnvFlags) {
+    CLI::Option* option = cmd->get_option(e.flag);
+    option->description(option->get_description() + " [env " + e.env + "]");
+  }
+  return [cmd, flags] { return RunMirror(cmd, *flags); };
 }
 
 }  // namespace kvfold::cli

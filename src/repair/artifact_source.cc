@@ -35,14 +35,20 @@ class TransportArtifactSource final : public ArtifactSource {
 
 class LocationArtifactSource final : public ArtifactSource {
  public:
-  LocationArtifactSource(std::string location, ConnectOptions connect, VerifyOptions verify)
-      : location_(std::move(location)), connect_(std::move(connect)), verify_(std::move(verify)) {}
+  LocationArtifactSource(std::string location, ConnectOptions connect, VerifyOptions verify,
+                         TransportOptions transport)
+      : location_(std::move(location)),
+        connect_(std::move(connect)),
+        verify_(std::move(verify)),
+        transport_options_(std::move(transport)) {
+    transport_options_.create_if_missing = false;  // a reader never creates
+  }
 
   const std::string& location() const override { return location_; }
 
   StatusOr<ArtifactManifest> Newest() override {
     if (!inner_) {
-      auto t = OpenTransport(location_, connect_);
+      auto t = OpenTransport(location_, connect_, transport_options_);
       if (!t.ok()) return t.status();
       transport_ = std::move(t).value();
       inner_ = NewArtifactSource(*transport_, verify_);
@@ -61,6 +67,7 @@ class LocationArtifactSource final : public ArtifactSource {
   const std::string location_;
   const ConnectOptions connect_;
   const VerifyOptions verify_;
+  TransportOptions transport_options_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ArtifactSource> inner_;  // over transport_
 };
@@ -73,10 +80,11 @@ std::unique_ptr<ArtifactSource> NewArtifactSource(Transport& from, VerifyOptions
 
 StatusOr<std::unique_ptr<ArtifactSource>> OpenArtifactSourceWhenNeeded(std::string location,
                                                                        ConnectOptions connect,
-                                                                       VerifyOptions verify) {
+                                                                       VerifyOptions verify,
+                                                                       TransportOptions transport) {
   KVFOLD_RETURN_IF_ERROR(ValidateLocation(location));
   return std::unique_ptr<ArtifactSource>(std::make_unique<LocationArtifactSource>(
-      std::move(location), std::move(connect), std::move(verify)));
+      std::move(location), std::move(connect), std::move(verify), std::move(transport)));
 }
 
 }  // namespace kvfold

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   auto fold = kvfold::NewMemoryFold();
   kvfold::Status s = fold->Commit(kvfold::golden::V1Fold());
   auto to = kvfold::OpenTransport(std::string("dir:") + argv[1], kvfold::ConnectOptions{},
-                                  kvfold::TransportOptions{.create_if_missing = true});
+                                  kvfold::TransportOptions{.create_if_missing = true, .s3 = {}});
   if (!s.ok() || !to.ok()) return 1;
   auto m = kvfold::ExportArtifact(*fold, **to, kvfold::golden::V1Options());
   if (!m.ok()) {

@@ -86,7 +86,7 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
   int n = 0;
   for (const std::string& loc : {"dir:" + dir_.path() + "/arts", std::string("obj:snapshots")}) {
     SCOPED_TRACE(loc);
-    auto to = OpenTransport(loc, connect_, TransportOptions{.create_if_missing = true});
+    auto to = OpenTransport(loc, connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
     ASSERT_TRUE(to.ok()) << to.status().ToString();
     ExportOptions eo;
     eo.chunk_raw_bytes = 8192;
@@ -131,7 +131,8 @@ TEST_F(ArtifactLiveTest, MirrorExportSeedResumeOverBothTransports) {
 // What kvfold writes to obj:BUCKET is a NATS object store: read it back
 // with nothing but JetStream and check the ADR-20 layout.
 TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
-  auto to = OpenTransport("obj:interop", connect_, TransportOptions{.create_if_missing = true});
+  auto to =
+      OpenTransport("obj:interop", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(to.ok());
   std::string payload(300 * 1024 + 17, '\0');
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<char>((i * 131) % 251);
@@ -231,7 +232,8 @@ TEST_F(ArtifactLiveTest, LostPublishAckNeverBricksThePointerOrAnObject) {
 // A pointer whose data is gone (as the old purge-on-any-error left it) is
 // reported with the way to reset it, not retried as if it kept changing.
 TEST_F(ArtifactLiveTest, APointerNamingPurgedDataSaysHowToResetIt) {
-  auto to = OpenTransport("obj:bricked", connect_, TransportOptions{.create_if_missing = true});
+  auto to =
+      OpenTransport("obj:bricked", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(to.ok());
   ASSERT_TRUE((*to)->AdvancePointer({"a", 1, "app", "t"}).ok());
   const std::string meta_subject = "$O.bricked.M." + core::Base64UrlEncode("LATEST");
@@ -282,7 +284,8 @@ TEST_F(ArtifactLiveTest, ServerKilledMidSwapLeavesAWholePointer) {
 // Meta and lease values of the right syntax but the wrong types are
 // Corruption, never an exception through the API (or a dead export thread).
 TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
-  auto to = OpenTransport("obj:typed", connect_, TransportOptions{.create_if_missing = true});
+  auto to =
+      OpenTransport("obj:typed", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(to.ok());
   auto publish = [&](const std::string& subject, const std::string& data) {
     natsMsg* reply = nullptr;
@@ -315,7 +318,8 @@ TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
 // A multi-chunk object whose chunks were purged (a concurrent prune) fails
 // at once, not after the connection timeout.
 TEST_F(ArtifactLiveTest, MultiChunkReadOfPurgedChunksFailsFast) {
-  auto to = OpenTransport("obj:purged", connect_, TransportOptions{.create_if_missing = true});
+  auto to =
+      OpenTransport("obj:purged", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(to.ok());
   ASSERT_TRUE((*to)->Put("x/obj", std::string(300 * 1024, 'q')).ok());
   json got = Api("$JS.API.STREAM.MSG.GET.OBJ_purged",
@@ -332,8 +336,8 @@ TEST_F(ArtifactLiveTest, MultiChunkReadOfPurgedChunksFailsFast) {
 TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
   RacePointer(
       [&] {
-        return std::move(
-                   OpenTransport("obj:race", connect_, TransportOptions{.create_if_missing = true}))
+        return std::move(OpenTransport("obj:race", connect_,
+                                       TransportOptions{.create_if_missing = true, .s3 = {}}))
             .value();
       },
       60);
@@ -344,7 +348,8 @@ TEST_F(ArtifactLiveTest, PointerNeverMovesBackwardUnderTwoConcurrentExporters) {
 // connections must never touch freed memory (this fails under ASan when a
 // callback is handed a raw pointer to the connection).
 TEST_F(ArtifactLiveTest, ConnectionsOpenedAndDroppedRepeatedlyCloseCleanly) {
-  auto first = OpenTransport("obj:churn", connect_, TransportOptions{.create_if_missing = true});
+  auto first =
+      OpenTransport("obj:churn", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
   ASSERT_TRUE(first.ok());
   first->reset();
   for (int i = 0; i < 400; ++i) {

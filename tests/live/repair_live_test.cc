@@ -98,7 +98,7 @@ class RepairLiveTest : public ::testing::Test {
   // An artifact location in a directory; export from a node's fold.
   void OpenArtifacts(const std::string& name = "arts") {
     auto t = OpenTransport("dir:" + dir_.path() + "/" + name, Connect(),
-                           TransportOptions{.create_if_missing = true});
+                           TransportOptions{.create_if_missing = true, .s3 = {}});
     ASSERT_TRUE(t.ok()) << t.status().ToString();
     arts_ = std::move(t).value();
     source_ = NewArtifactSource(*arts_);

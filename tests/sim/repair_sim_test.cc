@@ -121,7 +121,7 @@ class Artifacts {
  public:
   Artifacts() {
     auto t = OpenTransport("dir:" + dir_.path() + "/arts", ConnectOptions{},
-                           TransportOptions{.create_if_missing = true});
+                           TransportOptions{.create_if_missing = true, .s3 = {}});
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     transport_ = std::move(t).value();
     source_ = NewArtifactSource(*transport_);

@@ -1,0 +1,242 @@
+#include "artifact/s3_transport.h"
+
+#include <algorithm>
+
+#include "artifact/pointer_codec.h"
+#include "artifact/s3_client.h"
+#include "artifact/s3_xml.h"
+#include "core/pointer_rule.h"
+
+namespace kvfold::artifact {
+namespace {
+
+bool Ok(const S3Response& r) { return r.status >= 200 && r.status < 300; }
+
+class S3Transport final : public Transport {
+ public:
+  S3Transport(S3Config config, std::string location)
+      : client_(std::move(config)), location_(std::move(location)) {}
+
+  // The bucket answers HEAD (it exists and may be listed), or is made.
+  Status Init(bool create_if_missing) {
+    S3Request probe("HEAD", "");
+    auto r = client_.Send(probe);
+    if (!r.ok()) return r.status();
+    if (Ok(*r)) return Status::OK();
+    if (r->status != 404) return client_.ErrorOf(probe, *r);
+    if (!create_if_missing) {
+      return Status::NotFound("no S3 bucket " + client_.config().where.bucket + " at " +
+                              client_.config().endpoint);
+    }
+    std::string body;
+    if (client_.config().region != "us-east-1") {
+      body = "<CreateBucketConfiguration><LocationConstraint>" +
+             XmlEscape(client_.config().region) +
+             "</LocationConstraint></CreateBucketConfiguration>";
+    }
+    S3Request create("PUT", "", "", body);
+    auto made = client_.Send(create);
+    if (!made.ok()) return made.status();
+    if (Ok(*made) || made->ErrorCode() == "BucketAlreadyOwnedByYou") return Status::OK();
+    return client_.ErrorOf(create, *made).WithContext("creating the bucket");
+  }
+
+  const std::string& location() const override { return location_; }
+
+  Status Put(const std::string& name, std::string_view bytes) override {
+    KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
+    if (bytes.size() > client_.config().part_size) return PutInParts(Key(name), bytes);
+    S3Request put("PUT", Key(name), "", bytes);
+    return Expect(put, client_.Send(put));
+  }
+
+  StatusOr<std::string> Get(const std::string& name) override {
+    KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
+    auto r = GetObject(Key(name));
+    if (!r.ok()) return r.status();
+    return std::move(r->body);
+  }
+
+  Status Remove(const std::string& name) override {
+    KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
+    S3Request del("DELETE", Key(name));
+    auto r = client_.Send(del);
+    if (!r.ok()) return r.status();
+    if (Ok(*r) || r->status == 404) return Status::OK();
+    return client_.ErrorOf(del, *r);
+  }
+
+  StatusOr<std::vector<std::string>> List() override {
+    const std::string& prefix = client_.config().where.prefix;
+    std::vector<std::string> out;
+    std::string token;
+    while (true) {
+      S3Request list("GET", "", ListQuery(token, 1000));
+      auto r = client_.Send(list);
+      if (!r.ok()) return r.status();
+      if (!Ok(*r)) return client_.ErrorOf(list, *r);
+      for (std::string& key : XmlTexts(r->body, "Key")) {
+        if (!key.starts_with(prefix)) continue;
+        std::string name = key.substr(prefix.size());
+        if (name == kPointerName || !ValidateObjectName(name).ok()) continue;
+        out.push_back(std::move(name));
+      }
+      if (XmlText(r->body, "IsTruncated").value_or("false") != "true") break;
+      auto next = XmlText(r->body, "NextContinuationToken");
+      if (!next || next->empty()) {
+        return Status::Corruption("S3 listing of " + location_ +
+                                  " is truncated but names no continuation token");
+      }
+      token = *next;
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  StatusOr<std::optional<ArtifactPointer>> ReadPointer() override {
+    auto read = ReadPointerWithEtag();
+    if (!read.ok()) return read.status();
+    return read->pointer;
+  }
+
+  Status AdvancePointer(const ArtifactPointer& next) override {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      auto current = ReadPointerWithEtag();
+      if (!current.ok()) return current.status();
+      // Our own write, whose answer was lost and whose retry then lost the
+      // condition to it.
+      if (current->pointer == next && attempt > 0) return Status::OK();
+      KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(current->pointer, next));
+      const std::string bytes = EncodePointer(next);
+      S3Request put("PUT", Key(kPointerName), "", bytes);
+      if (conditional_writes_) {
+        put.headers.push_back(current->pointer ? "If-Match: " + current->etag
+                                               : std::string("If-None-Match: *"));
+      }
+      auto r = client_.Send(put);
+      if (!r.ok()) return r.status();
+      if (Ok(*r)) return Status::OK();
+      if (r->status == 412 || r->status == 409) continue;  // another exporter moved it
+      if (r->status == 501 && conditional_writes_) {
+        conditional_writes_ = false;  // the lease alone serializes writers now
+        continue;
+      }
+      return client_.ErrorOf(put, *r);
+    }
+    return Status::Unavailable("the latest pointer of " + location_ +
+                               " kept moving under 20 attempts to advance it");
+  }
+
+ private:
+  struct PointerRead {
+    std::optional<ArtifactPointer> pointer;
+    std::string etag;
+  };
+
+  std::string Key(std::string_view name) const {
+    return client_.config().where.prefix + std::string(name);
+  }
+
+  // ListObjectsV2's query, parameters in the byte order SigV4 signs them.
+  std::string ListQuery(const std::string& token, int max_keys) const {
+    std::string q;
+    if (!token.empty()) q += "continuation-token=" + client_.Escape(token) + "&";
+    q += "list-type=2&max-keys=" + std::to_string(max_keys);
+    const std::string& prefix = client_.config().where.prefix;
+    if (!prefix.empty()) q += "&prefix=" + client_.Escape(prefix);
+    return q;
+  }
+
+  StatusOr<S3Response> GetObject(const std::string& key) {
+    S3Request get("GET", key);
+    auto r = client_.Send(get);
+    if (!r.ok()) return r.status();
+    if (!Ok(*r)) return client_.ErrorOf(get, *r);
+    return r;
+  }
+
+  StatusOr<PointerRead> ReadPointerWithEtag() {
+    auto r = GetObject(Key(kPointerName));
+    if (r.status().IsNotFound()) return PointerRead{};
+    if (!r.ok()) return r.status();
+    auto p = DecodePointer(r->body, location_);
+    if (!p.ok()) return p.status();
+    return PointerRead{*p, r->etag};
+  }
+
+  Status Expect(const S3Request& request, const StatusOr<S3Response>& r) {
+    if (!r.ok()) return r.status();
+    if (!Ok(*r)) return client_.ErrorOf(request, *r);
+    return Status::OK();
+  }
+
+  // A multipart upload: the object appears whole on completion, or never.
+  Status PutInParts(const std::string& key, std::string_view bytes) {
+    S3Request create("POST", key, "uploads=");
+    auto created = client_.Send(create);
+    KVFOLD_RETURN_IF_ERROR(Expect(create, created));
+    auto upload_id = XmlText(created->body, "UploadId");
+    if (!upload_id || upload_id->empty()) {
+      return Status::Corruption("S3 multipart upload of " + key + " got no UploadId");
+    }
+    const std::string id = client_.Escape(*upload_id);
+    Status s = UploadParts(key, id, bytes);
+    if (!s.ok()) {
+      // Best effort: an upload left behind costs storage, never a reader.
+      S3Request abort("DELETE", key, "uploadId=" + id);
+      (void)client_.Send(abort);
+    }
+    return s;
+  }
+
+  Status UploadParts(const std::string& key, const std::string& id, std::string_view bytes) {
+    const size_t part_size = client_.config().part_size;
+    std::string complete = "<CompleteMultipartUpload>";
+    int number = 1;
+    for (size_t at = 0; at < bytes.size(); at += part_size, ++number) {
+      S3Request part("PUT", key, "partNumber=" + std::to_string(number) + "&uploadId=" + id,
+                     bytes.substr(at, part_size));
+      auto r = client_.Send(part);
+      KVFOLD_RETURN_IF_ERROR(Expect(part, r));
+      if (r->etag.empty()) {
+        return Status::Corruption("S3 part " + std::to_string(number) + " of " + key +
+                                  " was stored without an ETag");
+      }
+      complete += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
+                  XmlEscape(r->etag) + "</ETag></Part>";
+    }
+    complete += "</CompleteMultipartUpload>";
+    S3Request finish("POST", key, "uploadId=" + id, complete);
+    auto r = client_.Send(finish);
+    KVFOLD_RETURN_IF_ERROR(Expect(finish, r));
+    // S3 may answer 200 and report the failure in the body.
+    if (XmlText(r->body, "Code")) {
+      return Status::Unavailable("S3 multipart upload of " + key +
+                                 " failed on completion: " + XmlText(r->body, "Code").value() +
+                                 ": " + XmlText(r->body, "Message").value_or(""));
+    }
+    return Status::OK();
+  }
+
+  S3Client client_;
+  std::string location_;
+  bool conditional_writes_ = true;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Transport>> OpenS3Transport(const std::string& location,
+                                                     const S3Options& options,
+                                                     bool create_if_missing) {
+  auto config = ResolveS3Config(location, options);
+  if (!config.ok()) return config.status();
+  std::string shown = "s3://" + config->where.bucket;
+  if (!config->where.prefix.empty()) {
+    shown += "/" + config->where.prefix.substr(0, config->where.prefix.size() - 1);
+  }
+  auto t = std::make_unique<S3Transport>(std::move(config).value(), shown);
+  KVFOLD_RETURN_IF_ERROR(t->Init(create_if_missing).WithContext(shown));
+  return std::unique_ptr<Transport>(std::move(t));
+}
+
+}  // namespace kvfold::artifact
