@@ -1,0 +1,147 @@
+#include "live/s3_server.h"
+
+#include <httplib.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "live/nats_server.h"  // FreePort, HttpGet
+
+namespace kvfold::live {
+
+std::string S3Server::Find(std::string* why) {
+  const char* env = std::getenv("KVFOLD_S3RVER");
+  if (env != nullptr && *env != '\0') {
+    if (access(env, X_OK) == 0) return env;
+    *why = std::string("KVFOLD_S3RVER=") + env + " is not executable";
+    return "";
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path == nullptr ? "" : path;
+  size_t at = 0;
+  while (at <= dirs.size()) {
+    const size_t colon = dirs.find(':', at);
+    const std::string dir =
+        dirs.substr(at, colon == std::string::npos ? std::string::npos : colon - at);
+    const std::string candidate = dir + "/s3rver";
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string::npos) break;
+    at = colon + 1;
+  }
+  *why = "no s3rver: set KVFOLD_S3RVER to the launcher scripts/fetch-s3rver.sh prints";
+  return "";
+}
+
+S3Server::S3Server() {
+  std::string why;
+  const std::string bin = Find(&why);
+  if (bin.empty()) {
+    std::fprintf(stderr, "S3Server: %s\n", why.c_str());
+    std::abort();
+  }
+  setenv("AWS_ACCESS_KEY_ID", "S3RVER", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "S3RVER", 1);
+  unsetenv("AWS_SESSION_TOKEN");
+  port_ = FreePort();
+  const std::string data = dir_.path() + "/data";
+  std::filesystem::create_directories(data);
+  const std::string port = std::to_string(port_);
+  const std::string log = dir_.path() + "/s3rver.log";
+  pid_ = fork();
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    (void)out;
+    dup2(fileno(stdout), fileno(stderr));
+    execl(bin.c_str(), bin.c_str(), "-d", data.c_str(), "-a", "127.0.0.1", "-p", port.c_str(),
+          "--silent", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (HttpGet(port_, "/").first == 0) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_ || std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "S3Server: s3rver did not start; its log:\n%s\n",
+                   ReadWholeFile(log).c_str());
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+S3Server::~S3Server() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+S3Options S3Server::options() const {
+  S3Options o;
+  o.endpoint = endpoint();
+  o.region = "us-east-1";
+  o.addressing = S3Options::Addressing::kPath;
+  o.part_size = size_t{5} << 20;  // the smallest S3 takes: multipart is cheap to reach
+  return o;
+}
+
+S3FaultProxy::S3FaultProxy(int upstream_port)
+    : server_(std::make_unique<httplib::Server>()), upstream_port_(upstream_port) {
+  // A route per method (HEAD goes to Get's): bodies are read before a
+  // route runs, not before a pre-routing handler.
+  auto handle = [this](const httplib::Request& req, httplib::Response& res) {
+    ++requests_;
+    if (throttle_.load() > 0) {
+      --throttle_;
+      res.status = 503;
+      res.set_content(
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
+          "<Message>Please reduce your request rate.</Message></Error>",
+          "application/xml");
+      return;
+    }
+    httplib::Client upstream("127.0.0.1", upstream_port_);
+    httplib::Request forward;
+    forward.method = req.method;
+    forward.path = req.target;
+    for (const auto& [name, value] : req.headers) {
+      if (name == "Host" || name == "Content-Length" || name == "REMOTE_ADDR" ||
+          name == "REMOTE_PORT" || name == "LOCAL_ADDR" || name == "LOCAL_PORT") {
+        continue;
+      }
+      forward.headers.emplace(name, value);
+    }
+    forward.body = req.body;
+    auto answer = upstream.send(forward);
+    if (!answer) {
+      res.status = 502;
+      return;
+    }
+    res.status = answer->status;
+    for (const auto& [name, value] : answer->headers) {
+      if (name == "Content-Length" || name == "Transfer-Encoding" || name == "Connection") continue;
+      res.set_header(name, value);
+    }
+    res.body = answer->body;
+  };
+  server_->Get(".*", handle);
+  server_->Put(".*", handle);
+  server_->Post(".*", handle);
+  server_->Delete(".*", handle);
+  port_ = server_->bind_to_any_port("127.0.0.1");
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+S3FaultProxy::~S3FaultProxy() {
+  server_->stop();
+  thread_.join();
+}
+
+}  // namespace kvfold::live
