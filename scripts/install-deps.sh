@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what kvfold needs to build and test, from Debian packages only.
+# Installs what kvfold needs to build and test, from Debian packages only
+# (prometheus for promtool, which checks deploy/prometheus; s3rver, an npm
+# package, comes from scripts/fetch-s3rver.sh).
 # Idempotent: installs only what is missing, runs apt-get update at most once.
 set -euo pipefail
 
@@ -10,6 +12,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nats-server openssl
+  prometheus
 )
 
 missing=()

@@ -16,12 +16,13 @@ cmake --build "$dir" -j2
 deb=$(ls "$dir"/kvfold_*.deb)
 echo "package.sh: built $deb"
 dpkg-deb --info "$deb" | grep -E '^ (Package|Version|Depends):' | sed 's/^ /package.sh:   /'
+contents=$(dpkg-deb --contents "$deb")
 for f in ./usr/bin/kvfold ./usr/lib/systemd/system/kvfold-mirror@.service \
-         ./usr/lib/sysusers.d/kvfold.conf ./usr/include/kvfold/kvfold.h; do
-  dpkg-deb --contents "$deb" | grep -q " $f\$" || { echo "package.sh: $deb lacks $f" >&2; exit 1; }
-done
-for f in pkgconfig/kvfold.pc cmake/kvfold/kvfoldConfig.cmake libkvfold.so.0.1; do
-  dpkg-deb --contents "$deb" | grep -q "/$f\$" || { echo "package.sh: $deb lacks $f" >&2; exit 1; }
+         ./usr/lib/sysusers.d/kvfold.conf ./usr/include/kvfold/kvfold.h \
+         /pkgconfig/kvfold.pc /cmake/kvfold/kvfoldConfig.cmake /libkvfold.so.0.1 \
+         /examples/mirror.env /examples/grafana/kvfold-dashboard.json \
+         /examples/prometheus/kvfold-alerts.yml; do
+  grep -q -- "$f\( ->.*\)\?\$" <<<"$contents" || { echo "package.sh: $deb lacks $f" >&2; exit 1; }
 done
 
 if [ "$(id -u)" != 0 ]; then

@@ -149,7 +149,7 @@ StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     if (code == CURLE_OK) {
       curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
       if (!Retried(response)) return response;
-      last_failure = "HTTP " + std::to_string(response.status) +
+      last_failure = std::string("HTTP ") + std::to_string(response.status) +
                      (response.ErrorCode().empty() ? "" : " " + response.ErrorCode());
     } else {
       last_failure = curl_easy_strerror(code);
@@ -159,13 +159,15 @@ StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     }
     if (attempt < config_.max_attempts) std::this_thread::sleep_for(backoff.Next());
   }
-  return Status::Unavailable("S3 " + std::string(request.method) + " " + url + ": " + last_failure +
-                             " (after " + std::to_string(config_.max_attempts) + " attempts)");
+  return Status::Unavailable(std::string("S3 ") + std::string(request.method) + " " + url + ": " +
+                             last_failure + std::string(" (after ") +
+                             std::to_string(config_.max_attempts) + " attempts)");
 }
 
 Status S3Client::ErrorOf(const S3Request& request, const S3Response& response) const {
-  std::string what = "S3 " + std::string(request.method) + " " + S3Url(config_, request.key, {}) +
-                     ": HTTP " + std::to_string(response.status);
+  std::string what = std::string("S3 ") + std::string(request.method) + " " +
+                     S3Url(config_, request.key, {}) + std::string(": HTTP ") +
+                     std::to_string(response.status);
   const std::string code = response.ErrorCode();
   if (!code.empty()) what += " " + code;
   if (auto message = XmlText(response.body, "Message")) what += ": " + *message;

@@ -140,10 +140,10 @@ class S3Transport final : public Transport {
   // ListObjectsV2's query, parameters in the byte order SigV4 signs them.
   std::string ListQuery(const std::string& token, int max_keys) const {
     std::string q;
-    if (!token.empty()) q += "continuation-token=" + client_.Escape(token) + "&";
-    q += "list-type=2&max-keys=" + std::to_string(max_keys);
+    if (!token.empty()) q.append("continuation-token=").append(client_.Escape(token)).append("&");
+    q += std::string("list-type=2&max-keys=") + std::to_string(max_keys);
     const std::string& prefix = client_.config().where.prefix;
-    if (!prefix.empty()) q += "&prefix=" + client_.Escape(prefix);
+    if (!prefix.empty()) q.append("&prefix=").append(client_.Escape(prefix));
     return q;
   }
 
@@ -194,16 +194,17 @@ class S3Transport final : public Transport {
     std::string complete = "<CompleteMultipartUpload>";
     int number = 1;
     for (size_t at = 0; at < bytes.size(); at += part_size, ++number) {
-      S3Request part("PUT", key, "partNumber=" + std::to_string(number) + "&uploadId=" + id,
+      S3Request part("PUT", key,
+                     std::string("partNumber=") + std::to_string(number) + "&uploadId=" + id,
                      bytes.substr(at, part_size));
       auto r = client_.Send(part);
       KVFOLD_RETURN_IF_ERROR(Expect(part, r));
       if (r->etag.empty()) {
-        return Status::Corruption("S3 part " + std::to_string(number) + " of " + key +
+        return Status::Corruption(std::string("S3 part ") + std::to_string(number) + " of " + key +
                                   " was stored without an ETag");
       }
-      complete += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
-                  XmlEscape(r->etag) + "</ETag></Part>";
+      complete += std::string("<Part><PartNumber>") + std::to_string(number) +
+                  "</PartNumber><ETag>" + XmlEscape(r->etag) + "</ETag></Part>";
     }
     complete += "</CompleteMultipartUpload>";
     S3Request finish("POST", key, "uploadId=" + id, complete);
@@ -232,7 +233,7 @@ StatusOr<std::unique_ptr<Transport>> OpenS3Transport(const std::string& location
   if (!config.ok()) return config.status();
   std::string shown = "s3://" + config->where.bucket;
   if (!config->where.prefix.empty()) {
-    shown += "/" + config->where.prefix.substr(0, config->where.prefix.size() - 1);
+    shown.append("/").append(config->where.prefix, 0, config->where.prefix.size() - 1);
   }
   auto t = std::make_unique<S3Transport>(std::move(config).value(), shown);
   KVFOLD_RETURN_IF_ERROR(t->Init(create_if_missing).WithContext(shown));

@@ -9,7 +9,7 @@ namespace kvfold {
 
 Status ValidateObjectName(std::string_view name) {
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("object name \"" + std::string(name) + "\" " + why);
+    return Status::InvalidArgument(std::string("object name \"") + std::string(name) + "\" " + why);
   };
   if (name.empty()) return bad("is empty");
   if (name.size() > 255) return bad("is longer than 255 bytes");
@@ -24,7 +24,8 @@ Status ValidateObjectName(std::string_view name) {
       const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '.' || c == '_' || c == '-';
       if (!ok)
-        return bad("has character '" + std::string(1, c) + "'; allowed are [A-Za-z0-9._-] and '/'");
+        return bad(std::string("has character '") + std::string(1, c) +
+                   "'; allowed are [A-Za-z0-9._-] and '/'");
     }
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -36,7 +37,7 @@ StatusOr<S3Options::Addressing> ParseS3Addressing(std::string_view name) {
   if (name == "auto") return S3Options::Addressing::kAuto;
   if (name == "path") return S3Options::Addressing::kPath;
   if (name == "virtual") return S3Options::Addressing::kVirtualHosted;
-  return Status::InvalidArgument("S3 addressing \"" + std::string(name) +
+  return Status::InvalidArgument(std::string("S3 addressing \"") + std::string(name) +
                                  "\" is none of auto, path, virtual");
 }
 
@@ -45,7 +46,7 @@ Status ValidateLocation(std::string_view location) {
   if ((location.starts_with("dir:") || location.starts_with("obj:")) && location.size() > 4) {
     return Status::OK();
   }
-  return Status::InvalidArgument("artifact location \"" + std::string(location) +
+  return Status::InvalidArgument(std::string("artifact location \"") + std::string(location) +
                                  "\" is none of dir:<path>, obj:<bucket>, s3://<bucket>/<prefix>");
 }
 

@@ -36,6 +36,24 @@ std::string Label(const char* name, std::string_view value) {
 
 double D(uint64_t v) { return static_cast<double>(v); }
 
+// The scheduled export's families (only when the mirror exports).
+void ExportFamilies(const ExportStats& e, std::string* out) {
+  Family f(out, "kvfold_exports_total", "counter",
+           "Scheduled export rounds by outcome (other_node: another node held the lease).");
+  f.Sample(D(e.written), Label("outcome", "written"));
+  f.Sample(D(e.unchanged), Label("outcome", "unchanged"));
+  f.Sample(D(e.other_node), Label("outcome", "other_node"));
+  f.Sample(D(e.failed), Label("outcome", "failed"));
+  if (e.last_age_seconds) {
+    Family(out, "kvfold_last_export_age_seconds", "gauge",
+           "Seconds since this node last wrote an artifact.")
+        .Sample(*e.last_age_seconds);
+    Family(out, "kvfold_last_export_cursor", "gauge",
+           "The cursor of the last artifact this node wrote.")
+        .Sample(D(*e.last_cursor));
+  }
+}
+
 }  // namespace
 
 std::string MetricsText(const WatchStats& w, const ExportStats* e) {
@@ -63,6 +81,11 @@ std::string MetricsText(const WatchStats& w, const ExportStats* e) {
   Family(&out, "kvfold_lag_seconds", "gauge",
          "Age of the oldest stream sequence the cursor has not passed (0 when caught up).")
       .Sample(w.lag_seconds);
+  Family(&out, "kvfold_caught_up", "gauge",
+         "1 once the fold reached the stream's head since the start (or the last repair), else 0.")
+      .Sample(w.caught_up ? 1 : 0);
+  Family(&out, "kvfold_repairing", "gauge", "1 while an expiry repair rewrites the fold, else 0.")
+      .Sample(w.repairing ? 1 : 0);
   Family(&out, "kvfold_last_activity_age_seconds", "gauge",
          "Seconds since the watch last read the stream or committed (stuck when well above 1).")
       .Sample(w.last_activity_age_seconds);
@@ -118,22 +141,7 @@ std::string MetricsText(const WatchStats& w, const ExportStats* e) {
   Family(&out, "kvfold_reconnects_total", "counter",
          "Deliveries opened after the first (after a reset, an outage or a repair).")
       .Sample(D(w.reconnects));
-  if (e != nullptr) {
-    Family f(&out, "kvfold_exports_total", "counter",
-             "Scheduled export rounds by outcome (other_node: another node held the lease).");
-    f.Sample(D(e->written), Label("outcome", "written"));
-    f.Sample(D(e->unchanged), Label("outcome", "unchanged"));
-    f.Sample(D(e->other_node), Label("outcome", "other_node"));
-    f.Sample(D(e->failed), Label("outcome", "failed"));
-    if (e->last_age_seconds) {
-      Family(&out, "kvfold_last_export_age_seconds", "gauge",
-             "Seconds since this node last wrote an artifact.")
-          .Sample(*e->last_age_seconds);
-      Family(&out, "kvfold_last_export_cursor", "gauge",
-             "The cursor of the last artifact this node wrote.")
-          .Sample(D(*e->last_cursor));
-    }
-  }
+  if (e != nullptr) ExportFamilies(*e, &out);
   return out;
 }
 

@@ -213,7 +213,7 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
   if (Log().Enabled(LogLevel::kDebug)) {
     options.on_applied = [](uint64_t cursor) {
-      Log().Log(LogLevel::kDebug, "committed through " + std::to_string(cursor));
+      Log().Log(LogLevel::kDebug, std::string("committed through ") + std::to_string(cursor));
     };
   }
   return options;

@@ -45,7 +45,7 @@ StatusOr<std::unique_ptr<ServiceNotifier>> ServiceNotifier::FromEnvironment() {
                                    "\" is neither an absolute path nor an abstract name (@...)");
   }
   if (address.size() >= sizeof(sockaddr_un::sun_path)) {
-    return Status::InvalidArgument("NOTIFY_SOCKET \"" + std::string(socket_name) +
+    return Status::InvalidArgument(std::string("NOTIFY_SOCKET \"") + std::string(socket_name) +
                                    "\" is longer than a unix socket address");
   }
   const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -79,7 +79,7 @@ void ReportServiceState(ServiceNotifier& notifier, const WatchMetrics& metrics,
   auto send = [&](const std::string& state) {
     Status s = notifier.Send(state);
     if (!s.ok() && !failure_logged) {
-      Log().Warn("systemd notification failed (reports go on): " + s.ToString());
+      Log().Warn(std::string("systemd notification failed (reports go on): ").append(s.ToString()));
       failure_logged = true;
     }
   };
@@ -93,7 +93,7 @@ void ReportServiceState(ServiceNotifier& notifier, const WatchMetrics& metrics,
       state += "READY=1\n";
       ready_sent = true;
     }
-    state += "STATUS=" + (ready.ok ? ready.reason : "not ready: " + ready.reason);
+    state.append("STATUS=").append(ready.ok ? "" : "not ready: ").append(ready.reason);
     if (notifier.watchdog_interval() && JudgeAlive(stats, health).ok) state += "\nWATCHDOG=1";
     send(state);
     std::unique_lock lock(mu);

@@ -460,6 +460,8 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   EXPECT_EQ(m["kvfold_delivery_resets_total{cause=\"consumer_gap\"}"], 0);
   EXPECT_EQ(m["kvfold_lag_seconds"], 0);
   EXPECT_LT(m["kvfold_last_activity_age_seconds"], 30);
+  EXPECT_EQ(m["kvfold_caught_up"], 1);
+  EXPECT_EQ(m["kvfold_repairing"], 0);
   // The probes: the watch turns, and the fold caught up.
   EXPECT_EQ(HttpGet(port, "/healthz").first, 200);
   const auto [ready, why] = HttpGet(port, "/readyz");
