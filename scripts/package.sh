@@ -4,7 +4,9 @@
 #   scripts/package.sh [BUILD_DIR]   -> BUILD_DIR/kvfold_<version>_<arch>.deb
 # The check installs it with dpkg -i (as root), verifies the unit with
 # systemd-analyze, runs the installed binary, and purges the package again
-# (unless KVFOLD_KEEP_PACKAGE=1), leaving the machine as it found it.
+# (unless KVFOLD_KEEP_PACKAGE=1). The kvfold user and /etc/kvfold stay, as
+# Debian leaves a package's users. Not root: it fails, unless
+# KVFOLD_PACKAGE_BUILD_ONLY=1 asks for the build alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-release}
@@ -26,8 +28,12 @@ for f in ./usr/bin/kvfold ./usr/lib/systemd/system/kvfold-mirror@.service \
 done
 
 if [ "$(id -u)" != 0 ]; then
-  echo "package.sh: not root: the package is built but not installed and checked"
-  exit 0
+  if [ "${KVFOLD_PACKAGE_BUILD_ONLY:-}" = 1 ]; then
+    echo "package.sh: built only (KVFOLD_PACKAGE_BUILD_ONLY=1): not installed nor checked"
+    exit 0
+  fi
+  echo "package.sh: installing and checking the package needs root (KVFOLD_PACKAGE_BUILD_ONLY=1 builds only)" >&2
+  exit 1
 fi
 if dpkg-query -W -f='${Status}' kvfold 2>/dev/null | grep -q "install ok installed"; then
   echo "package.sh: a kvfold package is installed already; not touching it" >&2

@@ -94,6 +94,15 @@ struct S3Options {
   // 503 SlowDown) or the connection fails; waits 100 ms, doubling to 2 s.
   // Default: 5.
   int max_attempts = 5;
+  // The latest pointer moves forward by conditional writes (If-Match,
+  // If-None-Match), which an exporter checks the server keeps when it
+  // opens the location: a server that ignores them (s3rver) or refuses
+  // them (501) is refused, since two exporters could then move the pointer
+  // back. True accepts such a server and writes the pointer plainly: only
+  // do it where the export lease alone serializes exporters (every export
+  // is `mirror --export-every`; no one-off `kvfold export` beside it).
+  // Default: false.
+  bool allow_unconditional_pointer = false;
 };
 
 // "path", "virtual" or "auto"; InvalidArgument otherwise.

@@ -28,21 +28,20 @@ size_t AppendBody(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
-size_t TakeEtag(char* data, size_t size, size_t n, void* out) {
+// Keeps the response headers kvfold reads: ETag and x-amz-bucket-region.
+size_t TakeHeader(char* data, size_t size, size_t n, void* out) {
+  auto* response = static_cast<S3Response*>(out);
   std::string_view line(data, size * n);
-  constexpr std::string_view kName = "etag:";
-  if (line.size() > kName.size()) {
-    std::string lower(line.substr(0, kName.size()));
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == kName) {
-      std::string_view v = line.substr(kName.size());
-      while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
-        v.remove_suffix(1);
-      }
-      *static_cast<std::string*>(out) = std::string(v);
-    }
-  }
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return size * n;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view v = line.substr(colon + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
+    v.remove_suffix(1);
+  if (name == "etag") response->etag = std::string(v);
+  if (name == "x-amz-bucket-region") response->bucket_region = std::string(v);
   return size * n;
 }
 
@@ -65,7 +64,16 @@ bool TransientCurlError(CURLcode code) {
 
 bool Retried(const S3Response& r) {
   // 501: the server lacks the feature; asking again will not add it.
-  return (r.status >= 500 && r.status != 501) || r.status == 429 || r.ErrorCode() == "SlowDown";
+  if ((r.status >= 500 && r.status != 501) || r.status == 429) return true;
+  const std::string code = r.ErrorCode();
+  return code == "SlowDown" || code == "RequestTimeout" || code == "InternalError";
+}
+
+// Temporary credentials that ran out: read them again (a rotated file or
+// environment) and ask once more.
+bool ExpiredCredentials(const S3Response& r) {
+  const std::string code = r.ErrorCode();
+  return code == "ExpiredToken" || code == "InvalidToken" || code == "TokenRefreshRequired";
 }
 
 }  // namespace
@@ -97,6 +105,18 @@ std::string S3Client::Escape(std::string_view text) const {
 }
 
 StatusOr<S3Response> S3Client::Send(const S3Request& request) {
+  auto r = SendWithRetries(request);
+  if (!r.ok() || !ExpiredCredentials(*r) || !reload_credentials_) return r;
+  auto fresh = reload_credentials_();
+  if (!fresh.ok())
+    return fresh.status().WithContext("reading S3 credentials again after " + r->ErrorCode());
+  config_.access_key = fresh->access_key;
+  config_.secret_key = fresh->secret_key;
+  config_.session_token = fresh->session_token;
+  return SendWithRetries(request);
+}
+
+StatusOr<S3Response> S3Client::SendWithRetries(const S3Request& request) {
   if (curl_->handle == nullptr) return Status::Internal("curl_easy_init failed");
   const std::string url = S3Url(config_, request.key, request.query);
   const std::string sigv4 = "aws:amz:" + config_.region + ":s3";
@@ -113,8 +133,6 @@ StatusOr<S3Response> S3Client::Send(const S3Request& request) {
       headers =
           curl_slist_append(headers, ("x-amz-security-token: " + config_.session_token).c_str());
     }
-    // No "100-continue" round trip; the body is in memory.
-    headers = curl_slist_append(headers, "Expect:");
     for (const std::string& extra : request.headers)
       headers = curl_slist_append(headers, extra.c_str());
     const std::string method = request.method;
@@ -141,8 +159,8 @@ StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     S3Response response;
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, TakeEtag);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.etag);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, TakeHeader);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
     ++requests_sent_;
     const CURLcode code = curl_easy_perform(h);
     curl_slist_free_all(headers);
@@ -171,12 +189,24 @@ Status S3Client::ErrorOf(const S3Request& request, const S3Response& response) c
   const std::string code = response.ErrorCode();
   if (!code.empty()) what += " " + code;
   if (auto message = XmlText(response.body, "Message")) what += ": " + *message;
-  if (response.status == 404) return Status::NotFound(what);
-  if (response.status == 403) {
+  // Only S3's own "no such" answers mean absent: a bare 404 (a proxy, a
+  // wrong endpoint) must not pass for "no artifact yet".
+  if (response.status == 404 && (code == "NoSuchKey" || code == "NoSuchBucket")) {
+    return Status::NotFound(what);
+  }
+  if (response.status >= 300 && response.status < 400) {
+    return Status::FailedPrecondition(
+        what + (response.bucket_region.empty()
+                    ? std::string(" (a redirect: is the endpoint or region right?)")
+                    : " (the bucket is in region " + response.bucket_region +
+                          ": set --s3-region or AWS_REGION)"));
+  }
+  if (code == "AccessDenied") {
     return Status::FailedPrecondition(what + " (the credentials lack the right for this request)");
   }
-  if (response.status == 409 || response.status == 412) return Status::FailedPrecondition(what);
-  if (response.status >= 400 && response.status < 500) return Status::InvalidArgument(what);
+  // A refusal of the server's is not a usage error of this command (exit 2
+  // would also keep systemd from restarting the mirror).
+  if (response.status >= 400 && response.status < 500) return Status::FailedPrecondition(what);
   return Status::Unavailable(what);
 }
 

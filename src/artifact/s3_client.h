@@ -9,6 +9,7 @@
 #ifndef KVFOLD_ARTIFACT_S3_CLIENT_H_
 #define KVFOLD_ARTIFACT_S3_CLIENT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,7 +34,8 @@ struct S3Request {
 struct S3Response {
   long status = 0;
   std::string body;
-  std::string etag;  // the ETag header, quotes kept
+  std::string etag;           // the ETag header, quotes kept
+  std::string bucket_region;  // x-amz-bucket-region, on a redirect or HEAD
   // S3's error code from the body ("NoSuchKey", "SlowDown"), or "".
   std::string ErrorCode() const;
 };
@@ -51,10 +53,17 @@ class S3Client {
   // retry.
   StatusOr<S3Response> Send(const S3Request& request);
 
-  // A failed answer as a Status naming the request: NotFound for 404,
-  // FailedPrecondition for 403 (naming the refused action) and 409/412,
-  // InvalidArgument for other 4xx, Unavailable for the rest.
+  // A failed answer as a Status naming the request and S3's code and
+  // message: NotFound only for NoSuchKey and NoSuchBucket, FailedPrecondition
+  // for redirects (naming the bucket's region) and other refusals,
+  // Unavailable for the rest.
   Status ErrorOf(const S3Request& request, const S3Response& response) const;
+
+  // Called once when an answer says the credentials expired (ExpiredToken,
+  // InvalidToken): a fresh config whose credentials replace these.
+  void set_reload_credentials(std::function<StatusOr<S3Config>()> reload) {
+    reload_credentials_ = std::move(reload);
+  }
 
   // `text` percent-encoded for a query value (SigV4's unreserved set).
   std::string Escape(std::string_view text) const;
@@ -64,8 +73,11 @@ class S3Client {
   uint64_t requests_sent() const { return requests_sent_; }
 
  private:
+  StatusOr<S3Response> SendWithRetries(const S3Request& request);
+
   struct Curl;
   S3Config config_;
+  std::function<StatusOr<S3Config>()> reload_credentials_;
   std::unique_ptr<Curl> curl_;
   uint64_t requests_sent_ = 0;
 };

@@ -168,11 +168,20 @@ StatusOr<S3Config> ResolveS3Config(std::string_view location, const S3Options& o
   c.secret_key = Env("AWS_SECRET_ACCESS_KEY");
   c.session_token = Env("AWS_SESSION_TOKEN");
   std::string looked = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
-  if (c.access_key.empty() || c.secret_key.empty() || !options.profile.empty()) {
+  if (!options.profile.empty()) {
+    // A profile named by the caller wins over the variables, and a typo in
+    // it must not fall back to them (another account's keys).
+    c.access_key.clear();
+    c.secret_key.clear();
+    c.session_token.clear();
+    looked.clear();
+  }
+  if (c.access_key.empty() || c.secret_key.empty()) {
     const std::string file = HomeFile("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
     const Ini credentials = ReadIni(file);
     auto s = credentials.find(profile);
-    looked += Cat({", profile \"", profile, "\" of ", file.empty() ? "~/.aws/credentials" : file});
+    looked += Cat({looked.empty() ? "" : ", ", "profile \"", profile, "\" of ",
+                   file.empty() ? "~/.aws/credentials" : file});
     if (s != credentials.end()) {
       auto get = [&](const char* key) {
         auto v = s->second.find(key);

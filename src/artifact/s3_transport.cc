@@ -14,11 +14,23 @@ bool Ok(const S3Response& r) { return r.status >= 200 && r.status < 300; }
 
 class S3Transport final : public Transport {
  public:
-  S3Transport(S3Config config, std::string location)
-      : client_(std::move(config)), location_(std::move(location)) {}
+  S3Transport(S3Config config, std::string location, const S3Options& options)
+      : client_(std::move(config)),
+        location_(std::move(location)),
+        allow_unconditional_(options.allow_unconditional_pointer) {
+    client_.set_reload_credentials(
+        [location = location_, options] { return ResolveS3Config(location, options); });
+  }
 
-  // The bucket answers HEAD (it exists and may be listed), or is made.
+  // The bucket answers HEAD (it exists and may be listed), or is made; an
+  // exporter also checks conditional writes.
   Status Init(bool create_if_missing) {
+    KVFOLD_RETURN_IF_ERROR(OpenBucket(create_if_missing));
+    if (!create_if_missing) return Status::OK();
+    return CheckConditionalWrites();
+  }
+
+  Status OpenBucket(bool create_if_missing) {
     S3Request probe("HEAD", "");
     auto r = client_.Send(probe);
     if (!r.ok()) return r.status();
@@ -39,6 +51,38 @@ class S3Transport final : public Transport {
     if (!made.ok()) return made.status();
     if (Ok(*made) || made->ErrorCode() == "BucketAlreadyOwnedByYou") return Status::OK();
     return client_.ErrorOf(create, *made).WithContext("creating the bucket");
+  }
+
+  // Writes a probe object twice with If-None-Match: *; the second must be
+  // refused (412), or this server cannot keep the pointer forward-only.
+  Status CheckConditionalWrites() {
+    const std::string probe = Key(".kvfold-conditional-write-probe");
+    S3Request first("PUT", probe, "", "probe");
+    first.headers.push_back("If-None-Match: *");
+    auto r = client_.Send(first);
+    if (!r.ok()) return r.status();
+    if (!Ok(*r) && r->status != 412 && r->status != 501) return client_.ErrorOf(first, *r);
+    bool kept = false;
+    if (r->status != 501) {
+      auto second = client_.Send(first);
+      if (!second.ok()) return second.status();
+      kept = second->status == 412;
+    }
+    S3Request cleanup("DELETE", probe);
+    (void)client_.Send(cleanup);
+    if (kept) return Status::OK();
+    if (allow_unconditional_) {
+      conditional_writes_ = false;
+      return Status::OK();
+    }
+    return Status::FailedPrecondition(
+        "the S3 server at " + client_.config().endpoint +
+        (r->status == 501 ? std::string(" refuses conditional writes (501)")
+                          : std::string(" ignores conditional writes (If-None-Match)")) +
+        ", so two exporters could move the latest pointer of " + location_ +
+        " back; if only `mirror --export-every` exports here (its lease serializes "
+        "exporters), allow it with --s3-allow-unconditional-pointer "
+        "(S3Options::allow_unconditional_pointer)");
   }
 
   const std::string& location() const override { return location_; }
@@ -79,6 +123,8 @@ class S3Transport final : public Transport {
         if (!key.starts_with(prefix)) continue;
         std::string name = key.substr(prefix.size());
         if (name == kPointerName || !ValidateObjectName(name).ok()) continue;
+        // A dot name is kvfold's own (the conditional-write probe).
+        if (name.substr(name.rfind('/') + 1).front() == '.') continue;
         out.push_back(std::move(name));
       }
       if (XmlText(r->body, "IsTruncated").value_or("false") != "true") break;
@@ -110,6 +156,10 @@ class S3Transport final : public Transport {
       const std::string bytes = EncodePointer(next);
       S3Request put("PUT", Key(kPointerName), "", bytes);
       if (conditional_writes_) {
+        if (current->pointer && current->etag.empty()) {
+          return Status::Corruption("the latest pointer of " + location_ +
+                                    " was read without an ETag; it cannot be moved by condition");
+        }
         put.headers.push_back(current->pointer ? "If-Match: " + current->etag
                                                : std::string("If-None-Match: *"));
       }
@@ -117,10 +167,6 @@ class S3Transport final : public Transport {
       if (!r.ok()) return r.status();
       if (Ok(*r)) return Status::OK();
       if (r->status == 412 || r->status == 409) continue;  // another exporter moved it
-      if (r->status == 501 && conditional_writes_) {
-        conditional_writes_ = false;  // the lease alone serializes writers now
-        continue;
-      }
       return client_.ErrorOf(put, *r);
     }
     return Status::Unavailable("the latest pointer of " + location_ +
@@ -156,9 +202,12 @@ class S3Transport final : public Transport {
   }
 
   StatusOr<PointerRead> ReadPointerWithEtag() {
-    auto r = GetObject(Key(kPointerName));
-    if (r.status().IsNotFound()) return PointerRead{};
+    S3Request get("GET", Key(kPointerName));
+    auto r = client_.Send(get);
     if (!r.ok()) return r.status();
+    // Only NoSuchKey is "nothing published yet".
+    if (r->status == 404 && r->ErrorCode() == "NoSuchKey") return PointerRead{};
+    if (!Ok(*r)) return client_.ErrorOf(get, *r);
     auto p = DecodePointer(r->body, location_);
     if (!p.ok()) return p.status();
     return PointerRead{*p, r->etag};
@@ -221,6 +270,7 @@ class S3Transport final : public Transport {
 
   S3Client client_;
   std::string location_;
+  const bool allow_unconditional_;
   bool conditional_writes_ = true;
 };
 
@@ -235,7 +285,7 @@ StatusOr<std::unique_ptr<Transport>> OpenS3Transport(const std::string& location
   if (!config->where.prefix.empty()) {
     shown.append("/").append(config->where.prefix, 0, config->where.prefix.size() - 1);
   }
-  auto t = std::make_unique<S3Transport>(std::move(config).value(), shown);
+  auto t = std::make_unique<S3Transport>(std::move(config).value(), shown, options);
   KVFOLD_RETURN_IF_ERROR(t->Init(create_if_missing).WithContext(shown));
   return std::unique_ptr<Transport>(std::move(t));
 }

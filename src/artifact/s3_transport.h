@@ -6,11 +6,12 @@
 // upload, aborted when a part fails. The pointer LATEST moves only forward:
 // read with its ETag, checked by core::CheckPointerAdvance, and written
 // with If-Match on that ETag (If-None-Match: * when there is none), so a
-// racing exporter's write fails with 412 and is read again. A server that
-// answers 501 to conditional writes gets plain ones, and then only the
-// export lease serializes writers (kvfold's scheduled export always holds
-// it); the artifact ids order the artifacts by cursor in either case.
-// s3rver accepts the conditional headers and ignores them: the same.
+// racing exporter's write fails with 412 and is read again. An exporter
+// (create_if_missing) checks at open that the server keeps the condition
+// (a second If-None-Match: * write of a probe object must fail with 412);
+// a server that ignores it (s3rver) or answers 501 is refused unless
+// S3Options::allow_unconditional_pointer, which writes the pointer plainly
+// and leaves the export lease to serialize writers.
 
 #ifndef KVFOLD_ARTIFACT_S3_TRANSPORT_H_
 #define KVFOLD_ARTIFACT_S3_TRANSPORT_H_

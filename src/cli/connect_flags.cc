@@ -75,6 +75,9 @@ void AddTransportFlags(CLI::App* cmd, TransportFlags* f) {
   cmd->add_option("--s3-profile", f->s3_profile,
                   "profile of the AWS credentials and config files (default: AWS_PROFILE, "
                   "else default)");
+  cmd->add_flag("--s3-allow-unconditional-pointer", f->s3_allow_unconditional_pointer,
+                "export to an S3 server that ignores conditional writes (s3rver), trusting the "
+                "export lease alone to keep the latest pointer forward-only");
 }
 
 Status ResolveTransportFlags(TransportFlags* f) {
@@ -84,6 +87,7 @@ Status ResolveTransportFlags(TransportFlags* f) {
   f->options.s3.endpoint = f->s3_endpoint;
   f->options.s3.region = f->s3_region;
   f->options.s3.profile = f->s3_profile;
+  f->options.s3.allow_unconditional_pointer = f->s3_allow_unconditional_pointer;
   return Status::OK();
 }
 

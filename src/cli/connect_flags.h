@@ -31,6 +31,7 @@ struct TransportFlags {
   std::string s3_region;
   std::string s3_addressing = "auto";
   std::string s3_profile;
+  bool s3_allow_unconditional_pointer = false;
   TransportOptions options;  // set by ResolveTransportFlags
 };
 void AddTransportFlags(CLI::App* cmd, TransportFlags* flags);

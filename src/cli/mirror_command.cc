@@ -219,7 +219,7 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   return options;
 }
 
-// What a systemd unit's environment file may set (deploy/kvfold-mirror.env).
+// What a systemd unit's environment file may set (deploy/mirror.env).
 constexpr EnvFlag kMirrorEnvFlags[] = {
     {"--bucket", "KVFOLD_BUCKET"},
     {"--scope", "KVFOLD_SCOPE"},
@@ -237,6 +237,7 @@ constexpr EnvFlag kMirrorEnvFlags[] = {
     {"--s3-region", "KVFOLD_S3_REGION"},
     {"--s3-addressing", "KVFOLD_S3_ADDRESSING"},
     {"--s3-profile", "KVFOLD_S3_PROFILE"},
+    {"--s3-allow-unconditional-pointer", "KVFOLD_S3_ALLOW_UNCONDITIONAL_POINTER"},
 };
 
 int RunMirror(CLI::App* cmd, MirrorFlags& f) {

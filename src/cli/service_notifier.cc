@@ -44,7 +44,8 @@ StatusOr<std::unique_ptr<ServiceNotifier>> ServiceNotifier::FromEnvironment() {
     return Status::InvalidArgument("NOTIFY_SOCKET \"" + address +
                                    "\" is neither an absolute path nor an abstract name (@...)");
   }
-  if (address.size() >= sizeof(sockaddr_un::sun_path)) {
+  // A path needs room for its terminating NUL; an abstract name does not.
+  if (address.size() + (address[0] == '\0' ? 0 : 1) > sizeof(sockaddr_un::sun_path)) {
     return Status::InvalidArgument(std::string("NOTIFY_SOCKET \"") + std::string(socket_name) +
                                    "\" is longer than a unix socket address");
   }
@@ -74,6 +75,7 @@ void ReportServiceState(ServiceNotifier& notifier, const WatchMetrics& metrics,
   using namespace std::chrono_literals;
   const std::chrono::milliseconds tick =
       std::min<std::chrono::milliseconds>(1000ms, notifier.watchdog_interval().value_or(1000ms));
+  constexpr std::chrono::microseconds kExtendBy = std::chrono::seconds(30);
   bool ready_sent = false;
   bool failure_logged = false;
   auto send = [&](const std::string& state) {
@@ -88,13 +90,22 @@ void ReportServiceState(ServiceNotifier& notifier, const WatchMetrics& metrics,
   while (!stop.stop_requested()) {
     const WatchStats stats = metrics.Snapshot();
     const HealthVerdict ready = JudgeReady(stats, health);
+    const bool alive = JudgeAlive(stats, health).ok;
     std::string state;
-    if (ready.ok && !ready_sent) {
-      state += "READY=1\n";
-      ready_sent = true;
+    if (!ready_sent) {
+      // Caught up once, not repairing: started. (Not the lag bound: under a
+      // steady load above it the start would never end; /readyz keeps it.)
+      if (stats.caught_up && !stats.repairing && alive) {
+        state += "READY=1\n";
+        ready_sent = true;
+      } else if (alive) {
+        // Still catching up or repairing, and making progress: the start
+        // may take longer than TimeoutStartSec. A stuck one stops asking.
+        state += "EXTEND_TIMEOUT_USEC=" + std::to_string(kExtendBy.count()) + "\n";
+      }
     }
     state.append("STATUS=").append(ready.ok ? "" : "not ready: ").append(ready.reason);
-    if (notifier.watchdog_interval() && JudgeAlive(stats, health).ok) state += "\nWATCHDOG=1";
+    if (notifier.watchdog_interval() && alive) state += "\nWATCHDOG=1";
     send(state);
     std::unique_lock lock(mu);
     woken.wait_for(lock, stop, tick, [] { return false; });

@@ -43,9 +43,12 @@ class ServiceNotifier {
 };
 
 // Until `stop`, about every second (or twice per watchdog interval):
-// READY=1 the first time JudgeReady holds (systemd has no way back to "not
-// ready": /readyz is the probe that can), STATUS= with the readiness
-// verdict, WATCHDOG=1 while JudgeAlive holds (a stuck watch stops pinging
+// READY=1 the first time the watch has caught up with the stream and no
+// repair runs (systemd has no way back to "not ready": /readyz, with its
+// lag bound, is the probe that can), and until then EXTEND_TIMEOUT_USEC
+// while JudgeAlive holds (a start that makes progress outlasts
+// TimeoutStartSec, a stuck one fails it); STATUS= with the readiness
+// verdict; WATCHDOG=1 while JudgeAlive holds (a stuck watch stops pinging
 // and systemd restarts it); STOPPING=1 once `stop` is requested. A failed
 // send is logged once and the reports go on.
 void ReportServiceState(ServiceNotifier& notifier, const WatchMetrics& metrics,

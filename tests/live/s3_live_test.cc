@@ -161,7 +161,8 @@ TEST_F(S3LiveTest, CliExportsOnAScheduleAndSeedsFromS3) {
                                         "KVFOLD_EXPORT_TO=s3://fleet/edge",
                                         "KVFOLD_EXPORT_EVERY=200ms",
                                         "KVFOLD_S3_ENDPOINT=" + server_->endpoint(),
-                                        "KVFOLD_S3_ADDRESSING=path"};
+                                        "KVFOLD_S3_ADDRESSING=path",
+                                        "KVFOLD_S3_ALLOW_UNCONDITIONAL_POINTER=true"};
   CliExit mirror = RunCli({"mirror", "--fold", fold, "--until-caught-up"}, dir_.path(), env);
   ASSERT_EQ(mirror.code, 0) << mirror.err;
   // --until-caught-up ends the mirror before a round may run: one more,

@@ -88,6 +88,8 @@ S3Options S3Server::options() const {
   o.region = "us-east-1";
   o.addressing = S3Options::Addressing::kPath;
   o.part_size = size_t{5} << 20;  // the smallest S3 takes: multipart is cheap to reach
+  // s3rver ignores conditional writes (S3LiveTest.S3rverIgnoresConditionalWrites).
+  o.allow_unconditional_pointer = true;
   return o;
 }
 
@@ -97,14 +99,17 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
   // route runs, not before a pre-routing handler.
   auto handle = [this](const httplib::Request& req, httplib::Response& res) {
     ++requests_;
-    if (throttle_.load() > 0) {
-      --throttle_;
-      res.status = 503;
-      res.set_content(
-          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code>"
-          "<Message>Please reduce your request rate.</Message></Error>",
-          "application/xml");
-      return;
+    {
+      std::lock_guard lock(mu_);
+      if (fail_left_ > 0 && (fail_method_.empty() || fail_method_ == req.method) &&
+          req.path.find(fail_path_) != std::string::npos) {
+        --fail_left_;
+        res.status = fail_status_;
+        res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + fail_code_ +
+                            "</Code><Message>injected by the test's proxy</Message></Error>",
+                        "application/xml");
+        return;
+      }
     }
     httplib::Client upstream("127.0.0.1", upstream_port_);
     httplib::Request forward;
@@ -137,6 +142,16 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+void S3FaultProxy::FailNext(int n, int status, const std::string& code, const std::string& method,
+                            const std::string& path_part) {
+  std::lock_guard lock(mu_);
+  fail_left_ = n;
+  fail_status_ = status;
+  fail_code_ = code;
+  fail_method_ = method;
+  fail_path_ = path_part;
 }
 
 S3FaultProxy::~S3FaultProxy() {

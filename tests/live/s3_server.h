@@ -7,8 +7,9 @@
 // writes (If-Match, If-None-Match) and ignores them, and it checks the
 // access key id but not the signature.
 //
-// Also a fault proxy in front of it: answers 503 SlowDown to the next N
-// requests (S3's throttling), forwarding the rest untouched.
+// Also a fault proxy in front of it: answers the next N requests (or the
+// next N of one method whose path holds a string) with an error of S3's,
+// forwarding the rest untouched.
 
 #ifndef KVFOLD_TESTS_LIVE_S3_SERVER_H_
 #define KVFOLD_TESTS_LIVE_S3_SERVER_H_
@@ -17,6 +18,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -58,15 +60,22 @@ class S3FaultProxy {
   ~S3FaultProxy();
 
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // The next `n` requests are answered 503 SlowDown.
-  void ThrottleNext(int n) { throttle_ = n; }
+  // The next `n` requests are answered 503 SlowDown (S3's throttling).
+  void ThrottleNext(int n) { FailNext(n, 503, "SlowDown"); }
+  // The next `n` requests of `method` whose path contains `path_part`
+  // ("" for any) are answered `status` with error `code`.
+  void FailNext(int n, int status, const std::string& code, const std::string& method = "",
+                const std::string& path_part = "");
   int requests() const { return requests_; }
 
  private:
   std::unique_ptr<httplib::Server> server_;
   int upstream_port_;
   int port_ = 0;
-  std::atomic<int> throttle_{0};
+  std::mutex mu_;
+  int fail_left_ = 0;  // guarded by mu_, as the four below
+  int fail_status_ = 0;
+  std::string fail_code_, fail_method_, fail_path_;
   std::atomic<int> requests_{0};
   std::thread thread_;
 };
