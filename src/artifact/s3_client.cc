@@ -12,17 +12,6 @@
 namespace kvfold::artifact {
 namespace {
 
-std::string Hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
-
 size_t AppendBody(char* data, size_t size, size_t n, void* out) {
   static_cast<std::string*>(out)->append(data, size * n);
   return size * n;
@@ -121,7 +110,7 @@ StatusOr<S3Response> S3Client::SendWithRetries(const S3Request& request) {
   const std::string url = S3Url(config_, request.key, request.query);
   const std::string sigv4 = "aws:amz:" + config_.region + ":s3";
   const std::string userpwd = config_.access_key + ":" + config_.secret_key;
-  const std::string payload_hash = Hex(Sha256(request.body));
+  const std::string payload_hash = HexEncode(Sha256(request.body));
   core::Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   std::string last_failure;
   for (int attempt = 1; attempt <= config_.max_attempts; ++attempt) {
