@@ -176,7 +176,9 @@ TEST_F(CredsLiveTest, MirrorSignsInWithACredsFileOverTls) {
   kv_.CreateBucket("jwt");
   for (int i = 0; i < 30; ++i) kv_.Put("jwt", "k" + std::to_string(i), "v");
   CliExit ok = Mirror({"--creds", creds_});
-  ASSERT_EQ(ok.code, 0) << ok.err;
+  // Once seen refused (Authorization Violation) under ASan in CI, not
+  // reproduced in 12 local ASan runs: the server's log says why.
+  ASSERT_EQ(ok.code, 0) << ok.err << server_.LogTail(30);
   CliExit dump = RunCli({"dump", "--fold", dir_.path() + "/fold"}, dir_.path());
   EXPECT_EQ(std::count(dump.out.begin(), dump.out.end(), '\n'), 30) << dump.out;
 

@@ -222,6 +222,17 @@ bool NatsCluster::WaitJetStreamReady(std::chrono::seconds patience) const {
   return false;
 }
 
+std::string NatsServer::LogTail(size_t lines) const {
+  std::ifstream in(dir_.path() + "/server.log");
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::string out = "--- nats-server log, last lines:\n";
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += all[i] + "\n";
+  }
+  return out;
+}
+
 std::string NatsCluster::LogTails(size_t lines) const {
   std::string out;
   for (int i = 0; i < kNodes; ++i) {

@@ -32,6 +32,8 @@ class NatsServer {
   void Start();
 
   std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+  // The last `lines` lines of the server's log, for a failure message.
+  std::string LogTail(size_t lines) const;
   int port() const { return port_; }
 
  private:
