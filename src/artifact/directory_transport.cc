@@ -28,6 +28,21 @@ Status SyncCreated(FileOps& ops, const std::vector<std::string>& created) {
   return Status::OK();
 }
 
+// Creates `dir` and its missing parents durably. When a sync fails, the
+// directories this call made are removed again (deepest first, best
+// effort): Linux marks a directory's pages clean after a failed fsync, so
+// an entry left in place would show to the next attempt, which would find
+// nothing to create and nothing to sync, yet it would never reach the disk.
+Status CreateDirsDurably(FileOps& ops, const std::string& dir) {
+  std::vector<std::string> created;
+  KVFOLD_RETURN_IF_ERROR(ops.CreateDirs(dir, &created));
+  Status s = SyncCreated(ops, created);
+  if (!s.ok() && !KVFOLD_MUTANT("dir-keep-dirs-after-failed-sync")) {
+    for (auto it = created.rbegin(); it != created.rend(); ++it) (void)ops.Remove(*it);
+  }
+  return s;
+}
+
 // Writes `bytes` to `target` atomically and durably.
 Status WriteAtomically(FileOps& ops, const fs::path& target, std::string_view bytes) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -64,9 +79,7 @@ class DirectoryTransport final : public Transport {
   Status Put(const std::string& name, std::string_view bytes) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     const fs::path target = root_ / name;
-    std::vector<std::string> created;
-    KVFOLD_RETURN_IF_ERROR(ops_->CreateDirs(target.parent_path().string(), &created));
-    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops_, created));
+    KVFOLD_RETURN_IF_ERROR(CreateDirsDurably(*ops_, target.parent_path().string()));
     return WriteAtomically(*ops_, target, bytes);
   }
 
@@ -116,7 +129,18 @@ class DirectoryTransport final : public Transport {
     if (!lock.ok()) return lock.status();
     auto current = ReadPointer();
     if (!current.ok()) return current.status();
-    KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(*current, next));
+    Status advance = core::CheckPointerAdvance(*current, next);
+    if (advance.IsAlreadyExists() && *current && (*current)->cursor == next.cursor &&
+        !KVFOLD_MUTANT("dir-pointer-trust-cache")) {
+      // A pointer at this very cursor may be one an earlier attempt renamed
+      // into place before its directory fsync failed: Linux then marks the
+      // directory's pages clean, so the rename shows here but never reaches
+      // the disk, and no later fsync writes it. Write it again, so that
+      // the answer vouches for a pointer that is durable.
+      KVFOLD_RETURN_IF_ERROR(
+          WriteAtomically(*ops_, root_ / kPointerName, EncodePointer(**current)));
+    }
+    KVFOLD_RETURN_IF_ERROR(advance);
     return WriteAtomically(*ops_, root_ / kPointerName, EncodePointer(next));
   }
 
@@ -131,9 +155,7 @@ class DirectoryTransport final : public Transport {
 StatusOr<std::unique_ptr<Transport>> OpenDirectoryTransportOn(FileOps* ops, const std::string& root,
                                                               bool create_if_missing) {
   if (create_if_missing) {
-    std::vector<std::string> created;
-    KVFOLD_RETURN_IF_ERROR(ops->CreateDirs(root, &created).WithContext("artifact directory"));
-    KVFOLD_RETURN_IF_ERROR(SyncCreated(*ops, created));
+    KVFOLD_RETURN_IF_ERROR(CreateDirsDurably(*ops, root).WithContext("artifact directory"));
   }
   auto kind = ops->Kind(root);
   if (!kind.ok()) return kind.status();

@@ -230,9 +230,17 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
-    KVFOLD_RETURN_IF_ERROR(core::CheckPointerAdvance(
-        *pointer,
-        ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created}));
+    Status advance = core::CheckPointerAdvance(
+        *pointer, ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created});
+    if (advance.IsAlreadyExists() && (**pointer).cursor == *meta.cursor) {
+      // The answer vouches that the latest artifact is current. The
+      // pointer may be one an earlier attempt left behind a failed fsync:
+      // advancing to it again lets the transport make it durable (the
+      // directory transport writes it anew) before this answer is given.
+      Status confirmed = to.AdvancePointer(**pointer);
+      if (!confirmed.ok() && !confirmed.IsAlreadyExists()) return confirmed;
+    }
+    KVFOLD_RETURN_IF_ERROR(advance);
   }
   ArtifactManifest m = ManifestOf(meta, options);
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(m.artifact_id).WithContext("artifact id"));

@@ -63,6 +63,10 @@ constexpr const char* kKnown[] = {
     "dir-skip-dir-fsync",   // directory transport: a rename is not made durable
     "dir-skip-created-dir-fsync",  // directory transport: a directory it creates is not made
                                    // durable
+    "dir-pointer-trust-cache",     // directory transport: a pointer an earlier attempt left in the
+                                   // page cache (its directory fsync failed) is taken as durable
+    "dir-keep-dirs-after-failed-sync",  // directory transport: a directory whose creation was not
+                                        // made durable is left for the next attempt to trust
 };
 
 const char* Active() {

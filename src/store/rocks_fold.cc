@@ -59,7 +59,7 @@ class RocksFold final : public Fold {
         format_v1_(format_v1) {}
 
   ~RocksFold() override {
-    if (!options_.read_only && !write_failed_) {
+    if (!options_.read_only && write_error_.empty()) {
       // A clean close leaves nothing to replay: the next open (a resume)
       // costs the same whatever the fold's size. Best effort: the WAL
       // still holds everything if this fails. Not after a failed write:
@@ -138,6 +138,7 @@ class RocksFold final : public Fold {
     if (options_.read_only) {
       return Status::FailedPrecondition("fold " + path_ + " is open read-only");
     }
+    if (!write_error_.empty()) return Stopped();
     auto current = ReadMetaAt(rocksdb::ReadOptions());
     if (!current.ok()) return current.status();
     const FoldMeta& before = *current;
@@ -245,16 +246,28 @@ class RocksFold final : public Fold {
     }
   }
 
-  // A failed write marks the fold: no flush on close (see write_failed_).
+  // A failed write stops the fold (fail-stop): no later commit and no
+  // flush on close. Linux reports a failed fsync once and marks the pages
+  // it could not write clean, so a retry on this handle could succeed on
+  // top of a log whose tail never reached the disk, and acknowledge
+  // changes a power cut then takes away. A reopen recovers from what is
+  // durable instead.
   Status Write(rocksdb::WriteBatch* batch, bool sync) {
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     auto s = db_->Write(wo, batch);
     if (!s.ok()) {
-      write_failed_ = true;
-      return FromRocks(s, "committing to fold " + path_);
+      write_error_ = s.ToString();
+      return Stopped();
     }
     return Status::OK();
+  }
+
+  Status Stopped() const {
+    return Status::IOError(
+        "committing to fold " + path_ + ": " + write_error_ +
+        "; the fold takes no more writes until it is reopened (after a failed write or fsync "
+        "only a restart, which recovers from what is durable, can go on safely)");
   }
 
   StatusOr<FoldMeta> ReadMetaAt(const rocksdb::ReadOptions& ro);
@@ -275,7 +288,7 @@ class RocksFold final : public Fold {
   // A format-1 fold read as it is: whatever max_revision it holds, a build
   // that did not keep it may have written after.
   bool format_v1_;
-  bool write_failed_ = false;  // a commit failed: no flush on close
+  std::string write_error_;  // the failed write that stopped the fold; empty: none
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.

@@ -4,6 +4,7 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/system_clock.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,8 @@ const char* EnvFaultName(EnvFault f) {
       return "env-kill-torn";
     case EnvFault::kPowerCut:
       return "env-power-cut";
+    case EnvFault::kSyncLost:
+      return "env-sync-lost";
   }
   return "?";
 }
@@ -36,22 +39,30 @@ struct FaultEnv::State {
   std::mutex mu;
   uint64_t ops = 0;
   uint64_t fired = 0;
-  uint64_t armed_at = 0;
-  EnvFault fault = EnvFault::kNone;
+  std::map<uint64_t, EnvFault> armed;
+  std::vector<uint64_t> syncs;  // the operations that were syncs
   bool dead = false;
   bool power_cut = false;
   struct Size {
     uint64_t written = 0;
     uint64_t synced = 0;
+    // Byte ranges [first, second) a failed sync dropped: a power cut
+    // turns them to zeros, whatever later syncs said.
+    std::vector<std::pair<uint64_t, uint64_t>> lost;
   };
   std::map<std::string, Size> files;
 
   // What happens to the write operation about to run: kNone goes ahead.
   // Only `counted` operations can be the armed one.
-  EnvFault Next(bool counted = true) {
+  EnvFault Next(bool counted = true, bool sync = false) {
     if (dead) return EnvFault::kKill;
     if (!counted) return EnvFault::kNone;
-    if (++ops != armed_at || fault == EnvFault::kNone) return EnvFault::kNone;
+    ++ops;
+    if (sync) syncs.push_back(ops);
+    auto it = armed.find(ops);
+    if (it == armed.end() || it->second == EnvFault::kNone) return EnvFault::kNone;
+    EnvFault fault = it->second;
+    if (fault == EnvFault::kSyncLost && !sync) fault = EnvFault::kError;
     ++fired;
     if (fault == EnvFault::kKill || fault == EnvFault::kKillTorn || fault == EnvFault::kPowerCut) {
       dead = true;
@@ -68,6 +79,7 @@ namespace {
 // (FaultFold reports the death to the watcher). Reporting it would only
 // send RocksDB into its error paths, whose flush retry sleeps a second.
 IOStatus Injected(EnvFault f) {
+  if (f == EnvFault::kSyncLost) return IOStatus::IOError("simulated fsync error (pages dropped)");
   return f == EnvFault::kError ? IOStatus::IOError("simulated write error") : IOStatus::OK();
 }
 
@@ -124,6 +136,7 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
     auto& sz = state_->files[name_];
     sz.written = size;
     sz.synced = std::min(sz.synced, size);
+    for (auto& [from, to] : sz.lost) to = std::min(to, size);
     return target()->Truncate(size, o, d);
   }
 
@@ -136,7 +149,7 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
       const Slice half(data.data(), data.size() / 2);
       if (write(half).ok()) state_->files[name_].written += half.size();
     }
-    if (f != EnvFault::kNone) return Injected(f);
+    if (f != EnvFault::kNone) return Injected(f == EnvFault::kSyncLost ? EnvFault::kError : f);
     IOStatus s = write(data);
     if (s.ok()) state_->files[name_].written += data.size();
     return s;
@@ -144,7 +157,12 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
   template <class F>
   IOStatus Synced(F sync) {
     std::lock_guard lock(state_->mu);
-    const EnvFault f = state_->Next(Counted(name_));
+    const EnvFault f = state_->Next(Counted(name_), /*sync=*/true);
+    if (f == EnvFault::kSyncLost) {
+      auto& sz = state_->files[name_];
+      if (sz.written > sz.synced) sz.lost.emplace_back(sz.synced, sz.written);
+      sz.synced = sz.written;  // clean: no later sync writes them
+    }
     if (f != EnvFault::kNone) return Injected(f);
     IOStatus s = sync();
     if (s.ok()) state_->files[name_].synced = state_->files[name_].written;
@@ -166,7 +184,8 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
                            std::unique_ptr<FSWritableFile>* r, IODebugContext* d) override {
     {
       std::lock_guard lock(state_->mu);
-      const EnvFault fault = state_->Next(Counted(f));
+      EnvFault fault = state_->Next(Counted(f));
+      if (fault == EnvFault::kSyncLost) fault = EnvFault::kError;
       if (fault == EnvFault::kError) return Injected(fault);
       if (fault != EnvFault::kNone) {
         *r = std::make_unique<VoidFile>();
@@ -200,7 +219,8 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   IOStatus RenameFile(const std::string& from, const std::string& to, const IOOptions& o,
                       IODebugContext* d) override {
     std::lock_guard lock(state_->mu);
-    const EnvFault fault = state_->Next();
+    EnvFault fault = state_->Next();
+    if (fault == EnvFault::kSyncLost) fault = EnvFault::kError;
     if (fault != EnvFault::kNone) return Injected(fault);
     IOStatus s = target()->RenameFile(from, to, o, d);
     if (s.ok()) {
@@ -219,11 +239,12 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
     return target()->DeleteFile(f, o, d);
   }
 
-  // Cuts every file back to what was synced.
+  // Cuts every file back to what was synced, and zeros what a failed sync
+  // dropped.
   void DropUnsynced() {
     std::lock_guard lock(state_->mu);
     for (auto& [name, size] : state_->files) {
-      if (size.written == size.synced) continue;
+      if (size.written == size.synced && size.lost.empty()) continue;
       std::unique_ptr<rocksdb::FSSequentialFile> in;
       if (!target()->NewSequentialFile(name, FileOptions(), &in, nullptr).ok()) continue;
       std::string kept(size.synced, '\0');
@@ -231,6 +252,10 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
       (void)in->Read(size.synced, IOOptions(), &got, kept.data(), nullptr);
       kept.resize(got.size());
       if (got.data() != kept.data()) kept.assign(got.data(), got.size());
+      for (const auto& [from, to] : size.lost) {
+        for (uint64_t i = from; i < to && i < kept.size(); ++i) kept[i] = '\0';
+      }
+      size.lost.clear();
       std::unique_ptr<FSWritableFile> out;
       if (!target()->NewWritableFile(name, FileOptions(), &out, nullptr).ok()) continue;
       (void)out->Append(Slice(kept), IOOptions(), nullptr);
@@ -273,8 +298,18 @@ FaultEnv::~FaultEnv() = default;
 
 void FaultEnv::Arm(uint64_t n, EnvFault fault) {
   std::lock_guard lock(state_->mu);
-  state_->armed_at = n;
-  state_->fault = fault;
+  state_->armed.clear();
+  state_->armed[n] = fault;
+}
+
+void FaultEnv::Add(uint64_t n, EnvFault fault) {
+  std::lock_guard lock(state_->mu);
+  state_->armed[n] = fault;
+}
+
+bool FaultEnv::WasSync(uint64_t n) const {
+  std::lock_guard lock(state_->mu);
+  return std::binary_search(state_->syncs.begin(), state_->syncs.end(), n);
 }
 
 uint64_t FaultEnv::operations() const {
@@ -290,6 +325,11 @@ uint64_t FaultEnv::fired() const {
 bool FaultEnv::dead() const {
   std::lock_guard lock(state_->mu);
   return state_->dead;
+}
+
+void FaultEnv::CutPower() {
+  std::lock_guard lock(state_->mu);
+  state_->dead = state_->power_cut = true;
 }
 
 void FaultEnv::Restart() {

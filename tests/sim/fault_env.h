@@ -28,6 +28,11 @@ enum class EnvFault {
               // reaches the disk
   kKillTorn,  // dies halfway through this append (half its bytes written)
   kPowerCut,  // dies here, and the restart sees only what was synced
+  kSyncLost,  // this sync fails the Linux way (>= 4.13, "fsyncgate"): the
+              // file's unsynced bytes are marked clean without reaching the
+              // disk, so they stay readable until a power cut, which turns
+              // them to zeros, and a later sync succeeds without them. Any
+              // other operation fails as kError.
 };
 
 const char* EnvFaultName(EnvFault f);
@@ -43,12 +48,19 @@ class FaultEnv {
 
   // Injects `fault` at the `n`-th write operation (1-based, counted over
   // the whole life of this file system: creates, appends, syncs, renames;
-  // RocksDB's own info log is not counted).
+  // RocksDB's own info log is not counted), and at no other.
   void Arm(uint64_t n, EnvFault fault);
+  // Injects `fault` at the `n`-th operation too (a schedule of several).
+  void Add(uint64_t n, EnvFault fault);
+  // Whether operation `n` (as counted above) was a sync.
+  bool WasSync(uint64_t n) const;
   uint64_t operations() const;
   // How many operations a fault hit (a death counts once).
   uint64_t fired() const;
   bool dead() const;
+  // The power goes off now: every later write is lost, and Restart() keeps
+  // only what was synced.
+  void CutPower();
   // The restart after a death: drops unsynced data after a power cut, then
   // lets writes work again. The dead store must be closed first.
   void Restart();

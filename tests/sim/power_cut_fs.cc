@@ -1,5 +1,6 @@
 #include "sim/power_cut_fs.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace kvfold::sim {
@@ -32,7 +33,12 @@ class PowerCutFs::File final : public artifact::WritableFile {
     return Apply("append " + path_, [&](Node& n) { n.data.append(bytes); });
   }
   Status Sync() override {
-    return Apply("fsync " + path_, [](Node& n) { n.durable_data = n.data; });
+    std::lock_guard<std::mutex> l(fs_->mu_);
+    const std::string what = "fsync " + path_;
+    KVFOLD_RETURN_IF_ERROR(fs_->Operation(what));
+    if (boot_ != fs_->boot_)
+      return Status::IOError(what + ": the file was opened before a power cut");
+    return fs_->Sync(node_, what);
   }
   Status Close() override {
     return Apply("close " + path_, [](Node&) {});
@@ -61,6 +67,16 @@ void PowerCutFs::CutAt(uint64_t n) {
   cut_at_ = n;
 }
 
+void PowerCutFs::FailSyncAt(uint64_t n) {
+  std::lock_guard<std::mutex> l(mu_);
+  fail_sync_at_ = n;
+}
+
+uint64_t PowerCutFs::failed_syncs() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return failed_syncs_;
+}
+
 void PowerCutFs::CutNow() {
   std::lock_guard<std::mutex> l(mu_);
   power_cut_ = true;
@@ -85,8 +101,8 @@ std::string PowerCutFs::Describe(uint64_t n) const {
 void PowerCutFs::Reboot() {
   std::lock_guard<std::mutex> l(mu_);
   for (Node& n : nodes_) {
-    n.data = n.durable_data;
-    n.entries = n.durable_entries;
+    n.data = n.clean_data = n.durable_data;
+    n.entries = n.clean_entries = n.durable_entries;
   }
   power_cut_ = false;
   cut_at_ = 0;
@@ -98,6 +114,44 @@ Status PowerCutFs::Operation(const std::string& what) {
   log_.push_back(what);
   if (operations_ == cut_at_) power_cut_ = true;
   if (power_cut_) return Status::IOError(what + ": the power is cut");
+  if (operations_ == fail_sync_at_ && !what.starts_with("fsync")) {
+    return Status::IOError(what + ": simulated I/O error");
+  }
+  return Status::OK();
+}
+
+Status PowerCutFs::Sync(size_t node, const std::string& what) {
+  Node& n = nodes_[node];
+  if (operations_ == fail_sync_at_) {
+    // The pages are marked clean: what the disk holds for them stays as
+    // it was, and no later sync writes them.
+    ++failed_syncs_;
+    n.clean_data = n.data;
+    n.clean_entries = n.entries;
+    return Status::IOError(what + ": Input/output error (simulated; the dirty pages are dropped)");
+  }
+  // Data: files are only appended to, so what changed is the tail past the
+  // clean prefix; the rest of the disk's copy (zeros where a failed sync
+  // dropped pages of a grown file) stays.
+  const size_t clean = std::min(n.clean_data.size(), n.data.size());
+  size_t same = 0;
+  while (same < clean && n.clean_data[same] == n.data[same]) ++same;
+  std::string disk = n.durable_data;
+  disk.resize(n.data.size(), '\0');
+  for (size_t i = same; i < n.data.size(); ++i) {
+    if (i >= n.clean_data.size() || n.clean_data[i] != n.data[i]) disk[i] = n.data[i];
+  }
+  n.durable_data = std::move(disk);
+  n.clean_data = n.data;
+  // Entries: each one that differs from the clean view is written.
+  for (const auto& [name, child] : n.entries) {
+    auto c = n.clean_entries.find(name);
+    if (c == n.clean_entries.end() || c->second != child) n.durable_entries[name] = child;
+  }
+  for (const auto& [name, child] : n.clean_entries) {
+    if (!n.entries.contains(name)) n.durable_entries.erase(name);
+  }
+  n.clean_entries = n.entries;
   return Status::OK();
 }
 
@@ -168,10 +222,11 @@ Status PowerCutFs::SyncDir(const std::string& dir) {
   std::lock_guard<std::mutex> l(mu_);
   KVFOLD_RETURN_IF_ERROR(Operation("fsync dir " + dir));
   auto d = Lookup(dir);
-  if (!d) return Status::IOError("opening " + dir + " to fsync: No such file or directory");
-  if (!nodes_[*d].is_dir) return Status::IOError("opening " + dir + " to fsync: Not a directory");
-  nodes_[*d].durable_entries = nodes_[*d].entries;
-  return Status::OK();
+  if (!d || !nodes_[*d].is_dir) {
+    return Status::IOError("opening " + dir +
+                           " to fsync: " + (d ? "Not a directory" : "No such file or directory"));
+  }
+  return Sync(*d, "fsync dir " + dir);
 }
 
 Status PowerCutFs::CreateDirs(const std::string& dir, std::vector<std::string>* created) {

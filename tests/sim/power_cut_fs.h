@@ -6,6 +6,13 @@
 // power can be cut at the N-th operation: that operation and every later
 // one fail, open files included, until Reboot() brings back the durable
 // state. A missing fsync in the transport shows up here and nowhere else.
+//
+// An fsync can also fail the way Linux (>= 4.13) fails it: the error is
+// reported once, the dirty pages (a file's data, a directory's entries)
+// are marked clean though they never reached the disk, so they stay
+// visible until a reboot and a later fsync succeeds without them
+// ("fsyncgate"). A transport that retries and trusts what it sees after
+// such a failure shows up here.
 
 #ifndef KVFOLD_TESTS_SIM_POWER_CUT_FS_H_
 #define KVFOLD_TESTS_SIM_POWER_CUT_FS_H_
@@ -32,6 +39,11 @@ class PowerCutFs final : public artifact::FileOps {
   void CutAt(uint64_t n);
   // Cuts the power now (before the next operation).
   void CutNow();
+  // Fails the fsync (of a file or a directory) at operation `n` the Linux
+  // way (see above); any other operation at `n` fails plainly. 0: never.
+  void FailSyncAt(uint64_t n);
+  // How many syncs failed that way.
+  uint64_t failed_syncs() const;
   bool power_cut() const;
   uint64_t operations() const;
   // What operation `n` was, for messages ("rename /a/.x.tmp-1 -> /a/x").
@@ -54,11 +66,13 @@ class PowerCutFs final : public artifact::FileOps {
   class File;
 
   // A file or a directory. The page cache holds `data` and `entries`; the
-  // disk holds `durable_data` and `durable_entries`.
+  // disk holds `durable_data` and `durable_entries`. `clean_*` is what the
+  // page cache believes the disk holds: a sync writes only what differs
+  // from it. It equals the disk's copy until a sync fails.
   struct Node {
     bool is_dir = false;
-    std::string data, durable_data;
-    std::map<std::string, size_t> entries, durable_entries;  // name -> node
+    std::string data, durable_data, clean_data;
+    std::map<std::string, size_t> entries, durable_entries, clean_entries;  // name -> node
   };
   struct Place {
     size_t dir;
@@ -67,6 +81,10 @@ class PowerCutFs final : public artifact::FileOps {
 
   // Counts one operation; IOError when the power is (or now goes) off.
   Status Operation(const std::string& what);
+  // A sync of `node`, counted by the caller: writes what changed since the
+  // page cache was last clean, or, at the failing operation, marks it
+  // clean and fails.
+  Status Sync(size_t node, const std::string& what);
   std::optional<size_t> Lookup(const std::string& path) const;
   // The directory that holds `path`, and the last name of `path`.
   StatusOr<Place> Parent(const std::string& path) const;
@@ -77,6 +95,8 @@ class PowerCutFs final : public artifact::FileOps {
   std::vector<Node> nodes_;  // [0] is "/"; nodes are never freed
   uint64_t operations_ = 0;
   uint64_t cut_at_ = 0;
+  uint64_t fail_sync_at_ = 0;
+  uint64_t failed_syncs_ = 0;
   bool power_cut_ = false;
   uint64_t boot_ = 0;
   std::vector<std::string> log_;  // log_[n - 1] describes operation n

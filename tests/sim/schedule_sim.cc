@@ -84,10 +84,10 @@ class Harness {
  public:
   Harness(const Config& config, const Schedule& schedule) : config_(config), schedule_(schedule) {
     b.set_idle_clock(&clock_);
-    // The env takes one armed fault (schedules put at most one there),
-    // armed before the first open: opening the store writes too.
+    // The env's faults are armed before the first open: opening the
+    // store writes too.
     for (const auto& f : schedule.faults) {
-      if (f.env) env_.Arm(static_cast<uint64_t>(f.at), f.file);
+      if (f.env) env_.Add(static_cast<uint64_t>(f.at), f.file);
     }
     source_ = NewArtifactSource(artifacts_);
     if (!Open(/*first=*/true)) {  // recorded; the schedule runs on a stand-in
@@ -190,6 +190,14 @@ class Harness {
   int node_attempts() const { return fault_fold_->attempts(); }
   int runs() const { return runs_; }
   uint64_t env_operations() const { return env_.operations(); }
+  // The store's operations in this schedule that were syncs.
+  std::vector<int> env_syncs() const {
+    std::vector<int> out;
+    for (uint64_t op = 1; op <= env_.operations(); ++op) {
+      if (env_.WasSync(op)) out.push_back(static_cast<int>(op));
+    }
+    return out;
+  }
 
   // Writes straight into the node's store before its first run: setup,
   // not under test, so a fault that hits it is lived through.
@@ -786,7 +794,8 @@ struct Job {
 
 // Each schedule kind of the issue, over the points a clean run reaches.
 // Pairs look `window` points ahead (every pair with --deep).
-std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool quick) {
+std::vector<Schedule> Schedules(int commits, int ops, const std::vector<int>& syncs, int runs,
+                                bool deep, bool quick) {
   const Fault kTransient[] = {Fault::kFailBefore, Fault::kFailAfter};
   const Fault kCrash[] = {Fault::kCrashBefore, Fault::kCrashAfter, Fault::kTorn};
   const EnvFault kEnv[] = {EnvFault::kError, EnvFault::kKill, EnvFault::kKillTorn,
@@ -802,6 +811,18 @@ std::vector<Schedule> Schedules(int commits, int ops, int runs, bool deep, bool 
   }
   for (int at = 1; at <= ops + 4; ++at) {
     for (EnvFault f : kEnv) out.push_back({{Injection{true, at, Fault::kNone, f}}});
+  }
+  // A sync that fails the Linux way ("fsyncgate": the pages it should have
+  // written are dropped and a later sync succeeds), then the power cut, at
+  // once or a few store writes later (in the failed process, or in the
+  // restart that recovers from what the page cache still shows). No cursor
+  // or on_applied may cover what the failed sync lost.
+  for (int at : syncs) {
+    for (int later : {1, 2, 4, 8, 16}) {
+      if (quick && later > 2) break;
+      out.push_back({{Injection{true, at, Fault::kNone, EnvFault::kSyncLost},
+                      Injection{true, at + later, Fault::kNone, EnvFault::kPowerCut}}});
+    }
   }
   // Several transient faults in one watch, each followed by successes: the
   // "consecutive failures" rule must not add them up.
@@ -867,7 +888,8 @@ int Main(const Options& opt) {
       const int commits = clean.node_attempts();
       const int ops = static_cast<int>(clean.env_operations());
       const int runs = clean.runs();
-      std::vector<Schedule> all = Schedules(commits, ops, runs, opt.deep, opt.quick);
+      std::vector<Schedule> all =
+          Schedules(commits, ops, clean.env_syncs(), runs, opt.deep, opt.quick);
       if (opt.limit > 0 && all.size() > opt.limit) all.resize(opt.limit);
       if (opt.verbose) {
         std::fprintf(stderr, "sim: %s %s: %d commits, %d store writes, %d runs, %zu schedules\n",
