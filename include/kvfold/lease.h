@@ -28,6 +28,16 @@ class ExportLease {
   // key frees it); Unavailable when the server does not answer.
   virtual StatusOr<bool> TryAcquire(const std::string& key, const std::string& holder,
                                     std::chrono::milliseconds ttl) = 0;
+
+  // Checks now, without taking or changing `key`, that the server lets
+  // this node read and write it: PermissionDenied naming the refused
+  // subject when not. An exporter calls it at start, so that missing
+  // rights fail there and not at its first round. OK where a lease has
+  // nothing to check.
+  virtual Status CheckAccess(const std::string& key) {
+    (void)key;
+    return Status::OK();
+  }
 };
 
 }  // namespace kvfold

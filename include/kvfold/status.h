@@ -30,6 +30,7 @@ class Status {
     kCancelled,           // a stop was requested
     kAlreadyExists,       // the work is already done (e.g. a newer artifact is the latest)
     kInternal,
+    kPermissionDenied,  // the server refused a subject the credentials lack a right to
   };
 
   Status() = default;  // OK
@@ -47,6 +48,7 @@ class Status {
   static Status Cancelled(std::string_view msg) { return {Code::kCancelled, msg}; }
   static Status AlreadyExists(std::string_view msg) { return {Code::kAlreadyExists, msg}; }
   static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
+  static Status PermissionDenied(std::string_view msg) { return {Code::kPermissionDenied, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -61,6 +63,7 @@ class Status {
   bool IsCursorExpired() const { return code_ == Code::kCursorExpired; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
   bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
+  bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
 
   // Returns a copy whose message is "<context>: <message>". OK stays OK.
   Status WithContext(std::string_view context) const;

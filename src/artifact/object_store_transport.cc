@@ -53,6 +53,25 @@ class ObjectStoreTransport final : public Transport {
         faults_(std::move(faults)) {}
 
   Status Init(bool create_if_missing) {
+    KVFOLD_RETURN_IF_ERROR(Open(create_if_missing).WithContext("object store " + bucket_));
+    // The rights a reader (and, opened to create, a writer) needs, checked
+    // now so that missing ones fail here, on names nothing uses: a read,
+    // publishes JetStream refuses (CheckStreamPublish), a purge of nothing.
+    const std::string check_name = "kvfold-access-check";
+    auto read = conn_->LastMessage(stream_, MetaSubject(check_name));
+    if (!read.ok()) return read.status().WithContext("object store " + bucket_);
+    if (!create_if_missing) return Status::OK();
+    for (const std::string& subject : {ChunkSubject(check_name), MetaSubject(check_name)}) {
+      KVFOLD_RETURN_IF_ERROR(
+          conn_->CheckStreamPublish(subject).WithContext("object store " + bucket_));
+    }
+    auto purged =
+        conn_->ApiRequest("STREAM.PURGE." + stream_, json{{"filter", ChunkSubject(check_name)}});
+    if (!purged.ok()) return purged.status().WithContext("object store " + bucket_);
+    return Status::OK();
+  }
+
+  Status Open(bool create_if_missing) {
     if (!create_if_missing) {
       auto info = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
       if (info.ok()) return Status::OK();
@@ -60,7 +79,7 @@ class ObjectStoreTransport final : public Transport {
         return Status::NotFound("object store bucket " + bucket_ + " does not exist on " +
                                 conn_->url());
       }
-      return info.status().WithContext("object store " + bucket_);
+      return info.status();
     }
     json cfg = {{"name", stream_},
                 {"subjects", {"$O." + bucket_ + ".C.>", "$O." + bucket_ + ".M.>"}},
@@ -70,7 +89,7 @@ class ObjectStoreTransport final : public Transport {
                 {"discard", "new"},
                 {"allow_rollup_hdrs", true},
                 {"allow_direct", true}};
-    return conn_->EnsureStream(cfg).WithContext("object store " + bucket_);
+    return conn_->EnsureStream(cfg);
   }
 
   const std::string& location() const override { return location_; }

@@ -81,6 +81,9 @@ StatusOr<ExportSetup> OpenExportSetup(const MirrorFlags& f, const ScheduledExpor
   auto lease = ExportLease::Open(f.connect, f.lease_bucket);
   if (!lease.ok()) return lease.status().WithContext("--lease-bucket");
   setup.lease = std::move(lease).value();
+  // Missing rights fail now, not at the first round.
+  KVFOLD_RETURN_IF_ERROR(
+      setup.lease->CheckAccess("export." + f.bucket).WithContext("--lease-bucket"));
   TransportOptions creating = f.transport.options;
   creating.create_if_missing = true;
   auto to = OpenTransport(f.export_to, f.connect, creating);

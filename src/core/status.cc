@@ -26,6 +26,8 @@ std::string_view Status::CodeName(Code code) {
       return "AlreadyExists";
     case Code::kInternal:
       return "Internal";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
   }
   return "Unknown";
 }

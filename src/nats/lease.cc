@@ -80,6 +80,14 @@ class NatsExportLease final : public ExportLease {
     return published.status();
   }
 
+  Status CheckAccess(const std::string& key) override {
+    KVFOLD_RETURN_IF_ERROR(ValidateKey(key).WithContext("lease key"));
+    const std::string subject = nats::SubjectPrefix(bucket_) + key;
+    auto current = conn_->LastMessage(stream_, subject);
+    if (!current.ok()) return current.status().WithContext("lease bucket " + bucket_);
+    return conn_->CheckStreamPublish(subject).WithContext("lease bucket " + bucket_);
+  }
+
  private:
   std::shared_ptr<nats::NatsConnection> conn_;
   std::string bucket_;

@@ -17,6 +17,9 @@ namespace {
 
 using nlohmann::json;
 
+// A key or token nothing writes, for checks of the credentials' rights.
+constexpr char kAccessCheckKey[] = "kvfold-access-check";
+
 // STREAM.MSG.GET found no such message (err_code 10037); any other 404 is a
 // missing stream, which is an error.
 bool IsNoMessageFound(const Status& s) {
@@ -219,6 +222,21 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   // Fail early and clearly when the bucket is missing.
   auto state = source->ReadStream();
   if (!state.ok()) return state.status();
+  // ... and when the credentials lack a right the watch or a repair needs
+  // later (a single message read, a consumer's deletion, a flow-control
+  // reply): the server would refuse it only then. Reading a key nobody
+  // writes, deleting a consumer that does not exist and replying to a
+  // flow-control subject no consumer uses change nothing.
+  const std::string stream = nats::StreamName(bucket);
+  auto read = (*conn)->LastMessage(stream, nats::SubjectPrefix(bucket) + kAccessCheckKey);
+  if (!read.ok()) return read.status().WithContext("bucket " + bucket);
+  auto deleted = (*conn)->ApiRequest("CONSUMER.DELETE." + stream + "." + kAccessCheckKey, nullptr);
+  if (!deleted.ok() && !deleted.status().IsNotFound()) {
+    return deleted.status().WithContext("bucket " + bucket);
+  }
+  KVFOLD_RETURN_IF_ERROR((*conn)
+                             ->CheckCorePublish("$JS.FC." + stream + "." + kAccessCheckKey)
+                             .WithContext("bucket " + bucket));
   return std::unique_ptr<BucketSource>(std::move(source));
 }
 

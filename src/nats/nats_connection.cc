@@ -10,6 +10,9 @@
 namespace kvfold::nats {
 namespace {
 
+// How often a request's wait looks for a refusal.
+constexpr int64_t kRefusalCheckMs = 20;
+
 std::mutex registry_mu;
 uintptr_t next_callback_id = 1;
 
@@ -17,6 +20,28 @@ uintptr_t next_callback_id = 1;
 std::unordered_map<uintptr_t, std::weak_ptr<void>>& Registry() {
   static auto* registry = new std::unordered_map<uintptr_t, std::weak_ptr<void>>();
   return *registry;
+}
+
+// `urls` (comma separated) as messages may show it: a password or token
+// in a URL's user part becomes "***".
+std::string Redacted(const std::string& urls) {
+  std::string out;
+  for (size_t start = 0; start <= urls.size();) {
+    const size_t comma = std::min(urls.find(',', start), urls.size());
+    std::string one = urls.substr(start, comma - start);
+    const size_t scheme = one.find("://");
+    const size_t from = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t at = one.find('@', from);
+    if (at != std::string::npos && one.find('/', from) > at) {
+      const size_t colon = one.find(':', from);
+      const size_t keep = colon != std::string::npos && colon < at ? colon + 1 : from;
+      one.replace(keep, at - keep, "***");
+    }
+    if (!out.empty() || start > 0) out += ",";
+    out += one;
+    start = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -39,7 +64,7 @@ std::string NatsError(natsStatus s) {
 StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options) {
   std::shared_ptr<NatsConnection> c(new NatsConnection());
   c->timeout_ = options.timeout;
-  c->url_ = options.url;
+  c->url_ = Redacted(options.url);
   natsStatus s = natsOptions_Create(&c->opts_);
   auto bad = [&](const std::string& what) {
     return Status::InvalidArgument(what + ": " + NatsError(s));
@@ -63,7 +88,7 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
   s = servers.size() == 1
           ? natsOptions_SetURL(o, servers[0])
           : natsOptions_SetServers(o, servers.data(), static_cast<int>(servers.size()));
-  if (s != NATS_OK) return bad("server URL \"" + options.url + "\"");
+  if (s != NATS_OK) return bad("server URL \"" + c->url_ + "\"");
   natsOptions_SetName(o, options.name.c_str());
   natsOptions_SetTimeout(o, options.timeout.count());
   natsOptions_SetMaxReconnect(o, -1);
@@ -107,7 +132,7 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
     }
   }
   if ((s = natsConnection_Connect(&c->conn_, o)) != NATS_OK) {
-    return Status::Unavailable("cannot connect to " + options.url + ": " + NatsError(s));
+    return Status::Unavailable("cannot connect to " + c->url_ + ": " + NatsError(s));
   }
   return c;
 }
@@ -137,13 +162,97 @@ void NatsConnection::OnReconnected(natsConnection*, void* closure) {
   if (auto state = FindState(closure)) state->generation.fetch_add(1);
 }
 
-void NatsConnection::OnError(natsConnection*, natsSubscription* sub, natsStatus err,
+void NatsConnection::OnError(natsConnection* nc, natsSubscription* sub, natsStatus err,
                              void* closure) {
+  if (err == NATS_NOT_PERMITTED) {
+    // The server's text names the subject: 'Permissions Violation for
+    // Publish to "<subject>"' (or Subscription to).
+    const char* text = nullptr;
+    (void)natsConnection_GetLastError(nc, &text);
+    auto state = FindState(closure);
+    if (!state) return;
+    std::lock_guard lock(state->mu);
+    if (state->refused.empty()) {
+      state->refused = text != nullptr && *text != '\0' ? text : "a permission violation";
+    }
+    return;
+  }
   if (err != NATS_SLOW_CONSUMER || sub == nullptr) return;
   auto state = FindState(closure);
   if (!state) return;
   std::lock_guard lock(state->mu);
   state->slow.insert(sub);
+}
+
+Status NatsConnection::PermissionError() const {
+  // nats.c records the refusal on the connection as it reads it, before
+  // the error callback runs on another thread: after a round trip it is
+  // here already.
+  const char* last = nullptr;
+  if (natsConnection_GetLastError(conn_, &last) == NATS_NOT_PERMITTED) {
+    std::lock_guard lock(state_->mu);
+    if (state_->refused.empty()) {
+      state_->refused = last != nullptr && *last != '\0' ? last : "a permission violation";
+    }
+  }
+  std::lock_guard lock(state_->mu);
+  if (state_->refused.empty()) return Status::OK();
+  return Status::PermissionDenied(
+      "the server at " + url_ + " refused this client: " + state_->refused +
+      "; the credentials lack a permission kvfold needs (the permissions each role needs are in "
+      "docs/operating.md, \"Permissions\")");
+}
+
+StatusOr<NatsConnection::Reply> NatsConnection::Request(
+    const std::string& subject, std::string_view data,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  KVFOLD_RETURN_IF_ERROR(PermissionError());
+  natsInbox* inbox = nullptr;
+  natsStatus s = natsInbox_Create(&inbox);
+  if (s != NATS_OK) return Status::Internal("creating a reply inbox: " + NatsError(s));
+  std::unique_ptr<natsInbox, void (*)(natsInbox*)> inbox_owner(inbox, &natsInbox_Destroy);
+  natsSubscription* sub = nullptr;
+  s = natsConnection_SubscribeSync(&sub, conn_, inbox);
+  if (s != NATS_OK) {
+    return Status::Unavailable("subscribing to a reply inbox on " + url_ + ": " + NatsError(s));
+  }
+  struct SubOwner {
+    natsSubscription* sub;
+    ~SubOwner() {
+      (void)natsSubscription_Unsubscribe(sub);
+      natsSubscription_Destroy(sub);
+    }
+  } sub_owner{sub};
+  natsMsg* msg = nullptr;
+  s = natsMsg_Create(&msg, subject.c_str(), inbox, data.data(), static_cast<int>(data.size()));
+  if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
+  for (const auto& [k, v] : headers) natsMsgHeader_Set(msg, k.c_str(), v.c_str());
+  s = natsConnection_PublishMsg(conn_, msg);
+  natsMsg_Destroy(msg);
+  if (s != NATS_OK) return Reply{s, nullptr};
+  // Waited for in slices: a refusal comes back as an asynchronous error,
+  // never as a reply, and should end the wait at once.
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Reply{NATS_TIMEOUT, nullptr};
+    natsMsg* reply = nullptr;
+    s = natsSubscription_NextMsg(&reply, sub,
+                                 std::clamp<int64_t>(left.count(), 1, kRefusalCheckMs));
+    if (s == NATS_OK) {
+      const char* status = nullptr;
+      if (natsMsg_GetDataLength(reply) == 0 &&
+          natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr &&
+          std::string_view(status) == "503") {
+        natsMsg_Destroy(reply);
+        return Reply{NATS_NO_RESPONDERS, nullptr};
+      }
+      return Reply{NATS_OK, reply};
+    }
+    if (s != NATS_TIMEOUT) return Reply{s, nullptr};
+    KVFOLD_RETURN_IF_ERROR(PermissionError());
+  }
 }
 
 bool NatsConnection::TakeSlowConsumer(natsSubscription* sub) {
@@ -155,9 +264,10 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
                                                     const nlohmann::json& body) {
   const std::string subject = "$JS.API." + api;
   const std::string data = body.is_null() ? std::string() : body.dump();
-  natsMsg* reply = nullptr;
-  natsStatus s = natsConnection_Request(&reply, conn_, subject.c_str(), data.data(),
-                                        static_cast<int>(data.size()), timeout_.count());
+  auto sent = Request(subject, data, {});
+  if (!sent.ok()) return sent.status();
+  const natsStatus s = sent->status;
+  natsMsg* reply = sent->msg;
   if (s == NATS_NO_RESPONDERS) {
     return Status::Unavailable("JetStream is not enabled on " + url_ + " (no responders for " +
                                subject + ")");
@@ -238,14 +348,10 @@ StatusOr<std::optional<NatsConnection::StoredMessage>> NatsConnection::GetMessag
 StatusOr<uint64_t> NatsConnection::Publish(
     const std::string& subject, std::string_view data,
     const std::vector<std::pair<std::string, std::string>>& headers) {
-  natsMsg* msg = nullptr;
-  natsStatus s =
-      natsMsg_Create(&msg, subject.c_str(), nullptr, data.data(), static_cast<int>(data.size()));
-  if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
-  for (const auto& [k, v] : headers) natsMsgHeader_Set(msg, k.c_str(), v.c_str());
-  natsMsg* reply = nullptr;
-  s = natsConnection_RequestMsg(&reply, conn_, msg, timeout_.count());
-  natsMsg_Destroy(msg);
+  auto sent = Request(subject, data, headers);
+  if (!sent.ok()) return sent.status();
+  const natsStatus s = sent->status;
+  natsMsg* reply = sent->msg;
   if (s == NATS_NO_RESPONDERS) {
     return Status::Unavailable("no stream stores subject " + subject + " on " + url_);
   }
@@ -273,6 +379,29 @@ StatusOr<uint64_t> NatsConnection::Publish(
                               " without a stream sequence");
   }
   return seq;
+}
+
+Status NatsConnection::CheckStreamPublish(const std::string& subject) {
+  auto probe =
+      Publish(subject, "", {{"Nats-Expected-Last-Subject-Sequence", "18446744073709551615"}});
+  if (probe.status().IsFailedPrecondition())
+    return Status::OK();  // let through, refused by JetStream
+  if (probe.ok()) {
+    return Status::Internal("a probe publish to " + subject + " was stored at sequence " +
+                            std::to_string(*probe));
+  }
+  return probe.status();
+}
+
+Status NatsConnection::CheckCorePublish(const std::string& subject) {
+  KVFOLD_RETURN_IF_ERROR(PermissionError());
+  natsStatus s = natsConnection_PublishString(conn_, subject.c_str(), "");
+  if (s == NATS_OK) s = natsConnection_FlushTimeout(conn_, timeout_.count());
+  KVFOLD_RETURN_IF_ERROR(PermissionError());
+  if (s != NATS_OK) {
+    return Status::Unavailable("publishing to " + subject + " on " + url_ + ": " + NatsError(s));
+  }
+  return Status::OK();
 }
 
 }  // namespace kvfold::nats

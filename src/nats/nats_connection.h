@@ -46,9 +46,17 @@ class NatsConnection {
   // True once after nats.c reported `sub` as a slow consumer.
   bool TakeSlowConsumer(natsSubscription* sub);
 
+  // PermissionDenied, naming the subject, once the server refused a
+  // publish or a subscription on this connection; else OK. kvfold sends
+  // only what it needs, so any refusal means the credentials lack a right
+  // it needs: every operation ends with this at once instead of waiting
+  // out a reply that will never come.
+  Status PermissionError() const;
+
   // Sends `body` to the JetStream API subject "$JS.API.<api>" and returns the
   // reply. An API error becomes NotFound (code 404) or FailedPrecondition
-  // with the server's description; no reply becomes Unavailable.
+  // with the server's description; no reply becomes Unavailable; a subject
+  // the server refused, PermissionDenied.
   StatusOr<nlohmann::json> ApiRequest(const std::string& api, const nlohmann::json& body);
 
   // Creates the stream `config` describes unless it exists, also when
@@ -75,8 +83,28 @@ class NatsConnection {
   StatusOr<uint64_t> Publish(const std::string& subject, std::string_view data,
                              const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+  // Checks, storing nothing, that the server lets this client publish to
+  // the stream subject `subject`: the probe expects a last sequence no
+  // subject has, so JetStream refuses what the server lets through.
+  // PermissionDenied when the server refuses it.
+  Status CheckStreamPublish(const std::string& subject);
+  // The same for a subject no stream stores (a flow-control reply): an
+  // empty message, then a round trip to the server.
+  Status CheckCorePublish(const std::string& subject);
+
  private:
   NatsConnection() = default;
+
+  // Publishes a request to `subject` and waits up to the timeout for one
+  // reply, on an inbox of its own, watching for a permission refusal
+  // while it waits (PermissionDenied). No responders comes back as
+  // NATS_NO_RESPONDERS, no reply as NATS_TIMEOUT.
+  struct Reply {
+    natsStatus status = NATS_OK;
+    natsMsg* msg = nullptr;  // owned by the caller when status is NATS_OK
+  };
+  StatusOr<Reply> Request(const std::string& subject, std::string_view data,
+                          const std::vector<std::pair<std::string, std::string>>& headers);
 
   // One STREAM.MSG.GET request (`query` selects the message).
   StatusOr<std::optional<StoredMessage>> GetMessage(const std::string& stream,
@@ -91,6 +119,7 @@ class NatsConnection {
     std::atomic<uint64_t> generation{0};
     std::mutex mu;
     std::set<natsSubscription*> slow;
+    std::string refused;  // the server's first permission violation
   };
   static std::shared_ptr<CallbackState> FindState(void* closure);
 

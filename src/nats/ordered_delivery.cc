@@ -1,5 +1,7 @@
 #include "nats/ordered_delivery.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/mutation.h"
@@ -7,6 +9,10 @@
 
 namespace kvfold::nats {
 namespace {
+
+// The longest a wait for the next message goes without looking for a
+// permission refusal.
+constexpr std::chrono::milliseconds kRefusalCheck{250};
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -180,8 +186,13 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     if (conn_->TakeSlowConsumer(sub_)) {
       return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
     }
+    // A refused subscription (the inbox) or flow-control reply is no
+    // passing fault: no reset would cure it.
+    KVFOLD_RETURN_IF_ERROR(conn_->PermissionError());
     natsMsg* msg = nullptr;
-    natsStatus s = natsSubscription_NextMsg(&msg, sub_, std::max<int64_t>(1, left.count()));
+    // Waits in slices of at most kRefusalCheck, so that a refusal ends it soon.
+    natsStatus s = natsSubscription_NextMsg(
+        &msg, sub_, std::clamp<int64_t>(left.count(), 1, kRefusalCheck.count()));
     if (s == NATS_TIMEOUT) {
       DestroySpent();  // idle: nothing to batch with
       // Judged only when nothing is queued: what waited in the client's

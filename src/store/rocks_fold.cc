@@ -14,6 +14,7 @@
 #include "core/meta_merge.h"
 #include "core/mutation.h"
 #include "kvfold/fold.h"
+#include "store/info_log.h"
 #include "store/record_codec.h"
 #include "store/rocks_fold_env.h"
 
@@ -394,6 +395,7 @@ bool AllDigits(std::string_view s) {
 bool OnlyCreationLeftovers(const std::string& dir) {
   std::error_code ec;
   bool lock = false;
+  bool only_log = true;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     std::string_view n = name;
@@ -405,11 +407,13 @@ bool OnlyCreationLeftovers(const std::string& dir) {
       return n.ends_with(".log") && AllDigits(n.substr(0, n.size() - 4));
     }();
     lock = lock || name == "LOCK";
-    const bool leftover = name == "LOCK" || name == "LOG" || name == "IDENTITY" || numbered ||
-                          AllDigits(n);  // <number>.dbtmp
+    // The info log is opened before RocksDB (store/info_log.h).
+    only_log = only_log && (name == "LOG" || name == "LOG.old");
+    const bool leftover = name == "LOCK" || name == "LOG" || name == "LOG.old" ||
+                          name == "IDENTITY" || numbered || AllDigits(n);  // <number>.dbtmp
     if (!leftover || !e.is_regular_file(ec)) return false;
   }
-  return !ec && lock;
+  return !ec && (lock || only_log);
 }
 
 // Refuses a directory that holds files but no RocksDB database, so a typo
@@ -482,6 +486,10 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   rocksdb::Options ro;
   if (env != nullptr) ro.env = env;
   ro.create_if_missing = options.create_if_missing && !options.read_only;
+  // A writer's LOG through a writer that survives a full disk (a reader,
+  // a secondary instance, logs into its own directory; a simulated Env
+  // keeps RocksDB's own).
+  if (env == nullptr && !options.read_only) ro.info_log = store::NewFoldInfoLog(path);
   ro.IncreaseParallelism(2);
   ro.keep_log_file_num = 4;
   // Whole-key bloom filters, in the memtable and in every table: most keys
