@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what kvfold needs to build and test, from Debian packages only
-# (prometheus for promtool, which checks deploy/prometheus; s3rver, an npm
-# package, comes from scripts/fetch-s3rver.sh).
+# (prometheus for promtool, which checks deploy/prometheus; nftables for the
+# faults of scripts/netfaults.sh; s3rver, an npm package, comes from
+# scripts/fetch-s3rver.sh).
 # Idempotent: installs only what is missing, runs apt-get update at most once.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nats-server openssl
   prometheus
+  nftables
 )
 
 missing=()

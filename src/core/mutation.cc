@@ -12,6 +12,7 @@ constexpr const char* kKnown[] = {
     "window-skip-check",            // watcher: no window check at a session's start
     "window-ignore-identity",       // window: a recreated stream passes
     "window-ignore-first-seq",      // window: evicted history passes
+    "window-trust-lagging-view",    // watcher: a lagging replica's head is taken for a reset
     "window-ignore-marker-window",  // watcher: a cursor older than the marker TTL resumes
     "floor-ignore-marker-window",   // watcher: a stretch read after the marker TTL passes
     "anchor-skip-refresh",          // watcher: an idle cursor's new anchor never reaches the fold

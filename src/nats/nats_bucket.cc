@@ -28,13 +28,17 @@ bool IsNoMessageFound(const Status& s) {
 
 class NatsBucket final : public BucketSource {
  public:
-  NatsBucket(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
-      : conn_(std::move(conn)), bucket_(std::move(bucket)), stream_(nats::StreamName(bucket_)) {}
+  NatsBucket(std::shared_ptr<nats::NatsConnection> conn, ConnectOptions options, std::string bucket)
+      : conn_(std::move(conn)),
+        options_(std::move(options)),
+        bucket_(std::move(bucket)),
+        stream_(nats::StreamName(bucket_)) {}
 
   const std::string& bucket() const override { return bucket_; }
 
   StatusOr<StreamState> ReadStream() override {
     auto reply = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
+    if (!reply.ok() && reply.status().IsUnavailable()) return Failed(reply.status());
     if (!reply.ok()) {
       if (reply.status().IsNotFound()) {
         return Status::NotFound("bucket " + bucket_ + " does not exist on " + conn_->url() +
@@ -77,7 +81,8 @@ class NatsBucket final : public BucketSource {
   StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
                                            const Scope& scope) override {
     auto d = OpenOrdered(start, scope, /*headers_only=*/false);
-    if (!d.ok()) return d.status();
+    if (!d.ok()) return Failed(d.status());
+    failures_ = 0;
     return std::unique_ptr<Delivery>(std::move(d).value());
   }
 
@@ -192,10 +197,35 @@ class NatsBucket final : public BucketSource {
     return nats::OrderedDelivery::Open(conn_, std::move(cfg), &multi_filter_);
   }
 
+  // A failure to open a delivery or read the stream, counted: a server
+  // that stays connected but cannot serve JetStream (a cluster node cut
+  // off from the others has no quorum: 503 or no answer) is left for
+  // another server of the list after kMoveAfterFailures in a row. nats.c
+  // would stay on it, as its connection is fine.
+  Status Failed(Status why) {
+    if (!why.IsUnavailable() || ++failures_ < kMoveAfterFailures ||
+        options_.url.find(',') == std::string::npos) {
+      return why;
+    }
+    failures_ = 0;
+    const std::string from = conn_->ConnectedServer();
+    auto moved = nats::NatsConnection::Connect(options_, from);
+    if (!moved.ok())
+      return why.WithContext("moving off server " + from +
+                             " failed too: " + moved.status().message());
+    conn_ = std::move(moved).value();
+    return why.WithContext("server " + from + " failed " + std::to_string(kMoveAfterFailures) +
+                           " times in a row; moved to " + conn_->ConnectedServer());
+  }
+
+  static constexpr int kMoveAfterFailures = 3;
+
   std::shared_ptr<nats::NatsConnection> conn_;
+  ConnectOptions options_;
   std::string bucket_;
   std::string stream_;
   bool multi_filter_ = true;  // until a server shows it ignores filter_subjects
+  int failures_ = 0;          // in a row, since a delivery last opened
 };
 
 }  // namespace
@@ -218,7 +248,7 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   KVFOLD_RETURN_IF_ERROR(ValidateBucketName(bucket));
   auto conn = nats::NatsConnection::Connect(options);
   if (!conn.ok()) return conn.status();
-  auto source = std::make_unique<NatsBucket>(*conn, bucket);
+  auto source = std::make_unique<NatsBucket>(*conn, options, bucket);
   // Fail early and clearly when the bucket is missing.
   auto state = source->ReadStream();
   if (!state.ok()) return state.status();

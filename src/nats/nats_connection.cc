@@ -61,7 +61,17 @@ std::string NatsError(natsStatus s) {
   return out;
 }
 
-StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options) {
+// "host:port" of a URL ("nats://user:pw@host:port" -> "host:port").
+std::string HostPort(const std::string& url) {
+  size_t from = url.find("://");
+  from = from == std::string::npos ? 0 : from + 3;
+  const size_t at = url.find('@', from);
+  if (at != std::string::npos) from = at + 1;
+  return url.substr(from, url.find('/', from) - from);
+}
+
+StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options,
+                                                                  const std::string& avoid) {
   std::shared_ptr<NatsConnection> c(new NatsConnection());
   c->timeout_ = options.timeout;
   c->url_ = Redacted(options.url);
@@ -82,6 +92,13 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
     one.erase(one.find_last_not_of(' ') + 1);
     if (!one.empty()) urls.push_back(std::move(one));
     start = comma + 1;
+  }
+  if (!avoid.empty()) {
+    // The others first, in the order given: nats.c would otherwise pick
+    // one at random, the one to avoid among them.
+    std::stable_partition(urls.begin(), urls.end(),
+                          [&](const std::string& u) { return HostPort(u) != avoid; });
+    natsOptions_SetNoRandomize(o, true);
   }
   std::vector<const char*> servers;
   for (const auto& u : urls) servers.push_back(u.c_str());
@@ -135,6 +152,12 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
     return Status::Unavailable("cannot connect to " + c->url_ + ": " + NatsError(s));
   }
   return c;
+}
+
+std::string NatsConnection::ConnectedServer() const {
+  char buf[256] = {0};
+  if (natsConnection_GetConnectedUrl(conn_, buf, sizeof(buf)) != NATS_OK) return "";
+  return HostPort(buf);
 }
 
 NatsConnection::~NatsConnection() {

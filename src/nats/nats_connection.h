@@ -29,7 +29,13 @@ class NatsConnection {
  public:
   // Connects with `options`. Unavailable when no server answers,
   // InvalidArgument for options nats.c refuses (a missing creds file, ...).
-  static StatusOr<std::shared_ptr<NatsConnection>> Connect(const ConnectOptions& options);
+  // `avoid` ("host:port"): a server of options.url to try last (the
+  // others first, in order), to move off a server that cannot serve.
+  static StatusOr<std::shared_ptr<NatsConnection>> Connect(const ConnectOptions& options,
+                                                           const std::string& avoid = "");
+
+  // "host:port" of the server this connection is on now; "" when none.
+  std::string ConnectedServer() const;
 
   NatsConnection(const NatsConnection&) = delete;
   NatsConnection& operator=(const NatsConnection&) = delete;

@@ -16,6 +16,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
+// How long the server's view of the stream may lag what a watch received
+// before it counts as a reset (LaggingView): longer than a cluster's
+// replica takes to catch up after a partition heals.
+constexpr std::chrono::seconds kLaggingViewPatience{120};
+
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -484,6 +489,26 @@ Status WatchLoop::Apply(const BucketMessage& m) {
   AdvanceCursor();
   if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
   return Status::OK();
+}
+
+Status WatchLoop::LaggingView(const StreamState& state) {
+  const auto received = guard_.received();
+  if (stream_created_.empty() || state.created != stream_created_ || !received ||
+      state.last_seq >= *received || KVFOLD_MUTANT("window-trust-lagging-view")) {
+    lagging_since_.reset();
+    return Status::OK();
+  }
+  const auto now = clock_.Now();
+  if (!lagging_since_) lagging_since_ = now;
+  if (now - *lagging_since_ >= kLaggingViewPatience) return Status::OK();
+  return Status::Unavailable(
+      "stream KV_" + source_.bucket() + " as the server reports it ends at sequence " +
+      std::to_string(state.last_seq) + ", before sequence " + std::to_string(*received) +
+      " this watch already received from the same stream: a replica that has not caught up "
+      "(after a partition, say); waiting for it (a view behind for " +
+      std::to_string(
+          std::chrono::duration_cast<std::chrono::seconds>(kLaggingViewPatience).count()) +
+      " s is taken for a reset of the stream)");
 }
 
 StatusOr<StreamState> WatchLoop::CheckFloor() {

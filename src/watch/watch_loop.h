@@ -126,14 +126,24 @@ class WatchLoop {
     const auto cursor = guard_.Cursor();
     if (cursor) pipeline_.pending().AdvanceTo(*cursor, guard_.CursorAnchor());
   }
-  // Fresh stream state; the server clock is measured on it.
+  // Fresh stream state; the server clock is measured on it. Unavailable
+  // while the server's view lags what this watch received (LaggingView).
   StatusOr<StreamState> ReadState() {
     const auto before = clock_.Now();
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
-    if (state.ok()) server_clock_.Measure(before, before_system, state->server_time_ns);
+    if (!state.ok()) return state;
+    server_clock_.Measure(before, before_system, state->server_time_ns);
+    KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
     return state;
   }
+  // A cluster's replica that has not caught up (after a partition, say)
+  // can answer for the stream with a head before what this watch already
+  // received from the same stream. That is no reset: Unavailable, so the
+  // caller retries after its backoff, until the view catches up. Only a
+  // view behind for kLaggingViewPatience goes on to the window check,
+  // which takes it for a reset.
+  Status LaggingView(const StreamState& state);
   // The server's clock now, as the last ReadState measured it; 0 unknown.
   int64_t ServerNow() { return server_clock_.Now(clock_.Now()); }
   // Every position back at the fold's cursor and anchor after a repair
@@ -183,6 +193,7 @@ class WatchLoop {
   int deliveries_opened_ = 0;
   Clock::TimePoint oldest_pending_;
   Clock::TimePoint last_floor_check_;
+  std::optional<Clock::TimePoint> lagging_since_;  // the server's view behind received
   Clock::TimePoint next_reconcile_;
   // The last stream state (with the measured marker TTL): it paces the
   // idle probe so a quiet prefix is proven before retention reaches it.

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -18,7 +19,11 @@ pid_t SpawnCli(const std::vector<std::string>& args, const std::string& out_path
   // Everything the child needs is built before fork: the test process has
   // other threads (nats.c), and a child that allocates could deadlock on a
   // lock one of them held. After fork only async-signal-safe calls.
-  static const std::string cli = KVFOLD_CLI_PATH;
+  // KVFOLD_CLI: another kvfold binary (a long run on a copy, say).
+  static const std::string cli = [] {
+    const char* v = std::getenv("KVFOLD_CLI");
+    return std::string(v != nullptr && *v != '\0' ? v : KVFOLD_CLI_PATH);
+  }();
   std::vector<char*> argv{const_cast<char*>(cli.c_str())};
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

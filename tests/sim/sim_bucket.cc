@@ -315,6 +315,11 @@ StatusOr<StreamState> SimBucket::ReadStream() {
   }
   s.first_seq = std::max(s.first_seq, first_seq_);
   s.last_seq = next_seq_ - 1;
+  if (stale_reads_ > 0) {
+    --stale_reads_;
+    s.last_seq = std::min(s.last_seq, stale_last_seq_);
+    s.first_seq = std::min(s.first_seq, s.last_seq + 1);
+  }
   s.discard_new = false;
   s.max_msgs = max_msgs_;
   s.max_bytes = max_bytes_;

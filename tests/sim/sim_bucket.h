@@ -99,6 +99,12 @@ class SimBucket final : public BucketSource {
   std::function<void()> on_read_stream;
   // Makes ReadStream/Open answer Unavailable `n` times.
   void FailNextCalls(int n) { unavailable_calls_ = n; }
+  // The next `reads` ReadStream calls answer as a replica that lags: a
+  // head no later than `last_seq` (same stream, same identity).
+  void ReportStaleHead(int reads, uint64_t last_seq) {
+    stale_reads_ = reads;
+    stale_last_seq_ = last_seq;
+  }
 
   int deliveries_opened() const { return opened_; }
   uint64_t last_seq() const { return next_seq_ - 1; }
@@ -170,6 +176,8 @@ class SimBucket final : public BucketSource {
   Clock::TimePoint time_clock_start_;
   int lag_pending_ = 0;
   int reset_after_ = -1;
+  int stale_reads_ = 0;
+  uint64_t stale_last_seq_ = 0;
   Clock* idle_clock_ = nullptr;
   int stall_ = 0;
   int unavailable_calls_ = 0;

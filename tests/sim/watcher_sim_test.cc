@@ -12,6 +12,7 @@
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
 #include "sim/fault_fold.h"
+#include "sim/instant_sleep_clock.h"
 #include "sim/sim_bucket.h"
 #include "test_dir.h"
 
@@ -280,6 +281,42 @@ TEST(WatcherSimTest, RecreatedStreamIsNeverResumed) {
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("recreated"), std::string::npos);
   EXPECT_EQ(Picture(*fold), before);
+}
+
+// A cluster's replica that lags (after a partition) answers for the same
+// stream with a head before the fold's cursor: the watch waits for it to
+// catch up instead of taking it for a reset, which would rebuild the fold
+// (mutation point window-trust-lagging-view; refused here, by --repair
+// none). A view that stays behind past the patience is a reset.
+TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
+  SimBucket b;
+  WriteHistory(b, 10);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  b.Put("a.new", "x");
+  b.ReportStaleHead(5, cursor - 3);
+  WatchOptions o = FastOptions();
+  o.repair = ExpiryRepair::kNone;
+  sim::InstantSleepClock clock;  // the backoff's waits pass at once
+  o.clock = &clock;
+  b.set_idle_clock(&clock);
+  std::vector<std::string> log;
+  o.log = [&log](std::string_view line) { log.emplace_back(line); };
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_EQ(fold->ReadMeta()->last_repair, "");
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("a replica that has not caught up") != std::string::npos;
+  }));
+
+  b.Put("a.later", "y");
+  b.ReportStaleHead(1 << 20, cursor - 3);              // never catches up
+  o.reconnect_backoff_max = std::chrono::seconds(30);  // the patience passes in a few tries
+  Status s = RunWatch(b, *fold, o).status;
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("reset or recreated"), std::string::npos) << s.message();
 }
 
 // A reset (gap, reconnect, slow consumer) re-opens from the last received
