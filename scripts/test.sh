@@ -38,6 +38,14 @@ while read -r suite version bin; do
      ctest --output-on-failure -L live)
   step "live tests on nats-server $version ($suite)"
 done < <(scripts/fetch-nats-servers.sh)
+# Real faults around real processes: network namespaces with partitions,
+# loss and cut links (`netfaults:`), and filesystems that fill up under
+# the fold, an export and a seed (`diskfull:`). Each says plainly when this
+# machine cannot run it (no CAP_NET_ADMIN, no mount) instead of its line.
+scripts/netfaults.sh build
+step "network faults"
+scripts/diskfull.sh build
+step "full disks"
 # The tiers that print their counts: process kills (`kills:`), the
 # fault-schedule simulation (`sim:`) and the exhaustive model (`model:`).
 build/tests/kvfold_crash_tests --gtest_brief=1
