@@ -49,7 +49,10 @@ nats_bin=${KVFOLD_NATS_SERVER:-}
 # 5 s), so a blocked delivery must be noticed and re-created.
 cut_s=20
 lossy_s=60
-partition_s=20
+# A mirror on the cut-off node notices after three heartbeats (15 s) and
+# moves after three failed requests in a row (on 2.11+ the node does not
+# answer 503 but times out, 5 s each): 45 s leaves it time to.
+partition_s=45
 asym_s=20
 backoff_min_ms=1000 # WatchOptions::reconnect_backoff_min, what the CLI uses
 backoff_max_ms=30000

@@ -77,6 +77,12 @@ std::string ValidRecords() {
 }
 
 TEST(ParserRobustnessTest, ManifestFrame) { Hammer({ValidManifestFrame()}, fuzz::ManifestFrame); }
+TEST(ParserRobustnessTest, ManifestEnvelope) {
+  // The frame's envelope bytes: magic (4) and length (4) before them, the
+  // SHA-256 (32) after.
+  const std::string frame = ValidManifestFrame();
+  Hammer({frame.substr(8, frame.size() - 8 - 32)}, fuzz::ManifestEnvelope);
+}
 TEST(ParserRobustnessTest, ChunkRecords) { Hammer({ValidRecords()}, fuzz::ChunkRecords); }
 TEST(ParserRobustnessTest, ChunkObject) {
   Hammer({artifact::Compress(ValidRecords())}, fuzz::ChunkObject, 5000);

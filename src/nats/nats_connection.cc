@@ -31,8 +31,10 @@ std::string Redacted(const std::string& urls) {
     std::string one = urls.substr(start, comma - start);
     const size_t scheme = one.find("://");
     const size_t from = scheme == std::string::npos ? 0 : scheme + 3;
-    const size_t at = one.find('@', from);
-    if (at != std::string::npos && one.find('/', from) > at) {
+    // nats.c ends the user part at the last '@' (a password may hold '/'
+    // or '@').
+    const size_t at = one.rfind('@');
+    if (at != std::string::npos && at >= from) {
       const size_t colon = one.find(':', from);
       const size_t keep = colon != std::string::npos && colon < at ? colon + 1 : from;
       one.replace(keep, at - keep, "***");
@@ -61,13 +63,21 @@ std::string NatsError(natsStatus s) {
   return out;
 }
 
-// "host:port" of a URL ("nats://user:pw@host:port" -> "host:port").
+// "host:port" of a URL ("nats://user:pw@host:port" -> "host:port"), with
+// NATS's default port when it names none, as nats.c reports the server
+// it is connected to.
 std::string HostPort(const std::string& url) {
   size_t from = url.find("://");
   from = from == std::string::npos ? 0 : from + 3;
-  const size_t at = url.find('@', from);
-  if (at != std::string::npos) from = at + 1;
-  return url.substr(from, url.find('/', from) - from);
+  const size_t at = url.rfind('@');
+  if (at != std::string::npos && at >= from) from = at + 1;
+  std::string host = url.substr(from, url.find('/', from) - from);
+  const size_t colon = host.rfind(':');
+  const size_t bracket = host.rfind(']');  // [::1] has colons of its own
+  if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) {
+    host += ":4222";
+  }
+  return host;
 }
 
 StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options,
@@ -240,12 +250,18 @@ StatusOr<NatsConnection::Reply> NatsConnection::Request(
     return Status::Unavailable("subscribing to a reply inbox on " + url_ + ": " + NatsError(s));
   }
   struct SubOwner {
+    natsConnection* conn;
     natsSubscription* sub;
+    bool replied = false;
     ~SubOwner() {
       (void)natsSubscription_Unsubscribe(sub);
+      // Without a reply taken, nats.c's reader thread may still be handing
+      // a late one to this subscription (libnats 3.4 then touches freed
+      // memory, as OrderedDelivery::Unsubscribe says): a round trip first.
+      if (!replied) (void)natsConnection_FlushTimeout(conn, 2000);
       natsSubscription_Destroy(sub);
     }
-  } sub_owner{sub};
+  } sub_owner{conn_, sub};
   natsMsg* msg = nullptr;
   s = natsMsg_Create(&msg, subject.c_str(), inbox, data.data(), static_cast<int>(data.size()));
   if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
@@ -269,8 +285,10 @@ StatusOr<NatsConnection::Reply> NatsConnection::Request(
           natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr &&
           std::string_view(status) == "503") {
         natsMsg_Destroy(reply);
+        sub_owner.replied = true;
         return Reply{NATS_NO_RESPONDERS, nullptr};
       }
+      sub_owner.replied = true;
       return Reply{NATS_OK, reply};
     }
     if (s != NATS_TIMEOUT) return Reply{s, nullptr};

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/mutation.h"
+#include "store/info_log.h"
 
 namespace kvfold::repair {
 
@@ -37,6 +38,7 @@ Status ListedKeys::Spill() {
   spill_path_ = tmpl;
   rocksdb::Options o;
   o.create_if_missing = true;
+  o.info_log = store::NewFoldInfoLog(spill_path_);  // survives a full disk, as the fold's
   rocksdb::DB* raw = nullptr;
   auto s = rocksdb::DB::Open(o, spill_path_, &raw);
   if (!s.ok())

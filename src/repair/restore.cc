@@ -311,7 +311,8 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
     bool retry = true;
     Status s = TryRestore(ctx, req, out, &retry);
     if (s.ok() || out->stopped) return Status::OK();
-    if (!retry) return s;
+    // A refused right is no artifact still on its way.
+    if (!retry || s.IsPermissionDenied()) return s;
     const std::string reason = s.ToString();
     // Waiting for an artifact fresh enough for the marker window: look at
     // least this often, or one inside the window could never be caught.

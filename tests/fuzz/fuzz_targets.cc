@@ -22,6 +22,12 @@ void ManifestFrame(std::string_view bytes) {
   }
 }
 
+void ManifestEnvelope(std::string_view bytes) {
+  wire::ManifestEnvelope envelope;
+  if (!envelope.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  ManifestFrame(artifact::EncodeManifestFrame(envelope));
+}
+
 void ChunkObject(std::string_view bytes) {
   // Take the size the frame claims, as a manifest might, within reason.
   const unsigned long long claimed = ZSTD_getFrameContentSize(bytes.data(), bytes.size());

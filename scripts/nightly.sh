@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The deep tiers, for a nightly run (not in CI; hours on 2 cores), on the
+# build scripts/test.sh makes (build/) and a clang fuzzing build:
+#   - the kill campaign at ten times its CI size (KVFOLD_KILLS=300);
+#   - the fault-schedule simulation with every pair of faults (--deep);
+#   - the soak: 30 minutes (KVFOLD_SOAK_MINUTES) on a 3-node cluster with
+#     kills, node restarts and, as root, the network scenarios of
+#     scripts/netfaults.sh; on the newest server (per-message TTL) when
+#     scripts/fetch-nats-servers.sh finds one;
+#   - each libFuzzer target for 10 minutes (KVFOLD_FUZZ_SECONDS), corpus
+#     kept in build-fuzz/corpus/<target>.
+# Prints each tier's count line (`kills:`, `sim:`, `soak:`, and per target
+# libFuzzer's `Done N runs` with its coverage) and fails if any tier fails.
+#   scripts/nightly.sh [--skip-fuzz]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/sbin:/sbin"
+[ -x build/tests/kvfold_sim ] || scripts/build.sh build
+
+KVFOLD_KILLS=${KVFOLD_KILLS:-300} build/tests/kvfold_crash_tests --gtest_brief=1
+build/tests/kvfold_sim --deep
+
+newest=$(scripts/fetch-nats-servers.sh | tail -1 | awk '{print $3}')
+KVFOLD_NATS_SERVER=${KVFOLD_NATS_SERVER:-$newest} \
+  KVFOLD_SOAK_MINUTES=${KVFOLD_SOAK_MINUTES:-30} \
+  KVFOLD_SOAK_NETFAULTS=$PWD/scripts/netfaults.sh \
+  build/tests/kvfold_live_tests --gtest_filter='SoakLiveTest.*'
+
+[ "${1:-}" = "--skip-fuzz" ] && exit 0
+CXX=clang++ CC=clang cmake -S . -B build-fuzz -DKVFOLD_BUILD_FUZZERS=ON -DKVFOLD_BUILD_BENCH=OFF \
+  -DKVFOLD_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
+for t in manifestframe chunkobject chunkrecords pointer objectmeta leaserecord foldrecord \
+  ackreply base64 objectname; do
+  cmake --build build-fuzz -j2 --target "fuzz_$t" >/dev/null
+  mkdir -p "build-fuzz/corpus/$t"
+  build-fuzz/tests/fuzz_$t -max_total_time="${KVFOLD_FUZZ_SECONDS:-600}" -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus/$t" 2>&1 |
+    grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|==[0-9]+==ERROR)' | sed "s/^/fuzz $t: /"
+done
