@@ -408,14 +408,21 @@ run s2-verify-a "$kvfold" artifacts verify "$arts" "$artifact_a"
 run s2-list "$kvfold" artifacts list "$arts"
 s_logs+=(s2-list.err)
 [ "$rc" -eq 0 ] || problem "artifacts list after the failure: exit $rc: $(errmsg "$work/s2-list.err")"
+# Seeds a new fold ($work/NAME, "seed" read as "seeded") from the latest
+# artifact at $arts and checks its cursor and dump:
+#   seed_equals NAME CURSOR DUMP WHAT
+seed_equals() {
+  local name=$1 cursor=$2 dump=$3 what=$4 fold="$work/${1/seed/seeded}"
+  run "$name" "$kvfold" seed --fold "$fold" --from "$arts"
+  s_logs+=("$name.err")
+  [ "$rc" -eq 0 ] || problem "seed from $what: exit $rc: $(errmsg "$work/$name.err")"
+  status_of "$name-status" "$fold"
+  [ "$st_cursor" = "$cursor" ] || problem "seeded from $what: cursor $st_cursor, not $cursor"
+  same_dump "$name-dump" "$fold" "$dump" "seed from $what"
+}
 # The earlier artifact is still whole: a seed from the location gives the
 # reference as it was when it was exported.
-run s2-seed-a "$kvfold" seed --fold "$work/s2-seeded-a" --from "$arts"
-s_logs+=(s2-seed-a.err)
-[ "$rc" -eq 0 ] || problem "seed from the earlier artifact: exit $rc: $(errmsg "$work/s2-seed-a.err")"
-status_of s2-seed-a-status "$work/s2-seeded-a"
-[ "$st_cursor" = "$cursor_a" ] || problem "seeded from the earlier artifact: cursor $st_cursor, not $cursor_a"
-same_dump s2-seed-a-dump "$work/s2-seeded-a" "$work/truth-a.dump" "seed from the earlier artifact"
+seed_equals s2-seed-a "$cursor_a" "$work/truth-a.dump" "the earlier artifact"
 # Room again: the export goes through and a seed from it equals the source.
 grow "$work/e"
 run s2-export-again "$kvfold" export --fold "$ref" --to "$arts" --json
@@ -423,12 +430,7 @@ s_logs+=(s2-export-again.err)
 [ "$rc" -eq 0 ] || problem "the export after a remount to $big_fs: exit $rc: $(errmsg "$work/s2-export-again.err")"
 exported_cursor=$(field "$work/s2-export-again.out" cursor)
 [ "$exported_cursor" = "$truth_cursor" ] || problem "the new artifact's cursor is $exported_cursor, not $truth_cursor"
-run s2-seed-b "$kvfold" seed --fold "$work/s2-seeded-b" --from "$arts"
-s_logs+=(s2-seed-b.err)
-[ "$rc" -eq 0 ] || problem "seed from the new artifact: exit $rc: $(errmsg "$work/s2-seed-b.err")"
-status_of s2-seed-b-status "$work/s2-seeded-b"
-[ "$st_cursor" = "$truth_cursor" ] || problem "seeded from the new artifact: cursor $st_cursor, not $truth_cursor"
-same_dump s2-seed-b-dump "$work/s2-seeded-b" "$truth" "seed from the new artifact"
+seed_equals s2-seed-b "$truth_cursor" "$truth" "the new artifact"
 s_compared="export of $truth_keys keys to dir: on a $small_fs tmpfs holding artifact $artifact_a (cursor $cursor_a):"
 s_compared+=" LATEST bytes, verify, list, seed of the earlier artifact vs the truth at $cursor_a;"
 s_compared+=" after remount, export (cursor ${exported_cursor:-?}) then seed vs the reference"

@@ -24,11 +24,21 @@ std::unordered_map<uintptr_t, std::weak_ptr<void>>& Registry() {
 
 // `urls` (comma separated) as messages may show it: a password or token
 // in a URL's user part becomes "***".
+// The comma-separated parts of `list`, as written (empty ones too).
+std::vector<std::string> SplitOnCommas(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    out.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string Redacted(const std::string& urls) {
   std::string out;
-  for (size_t start = 0; start <= urls.size();) {
-    const size_t comma = std::min(urls.find(',', start), urls.size());
-    std::string one = urls.substr(start, comma - start);
+  bool first = true;
+  for (std::string one : SplitOnCommas(urls)) {
     const size_t scheme = one.find("://");
     const size_t from = scheme == std::string::npos ? 0 : scheme + 3;
     // nats.c ends the user part at the last '@' (a password may hold '/'
@@ -39,9 +49,9 @@ std::string Redacted(const std::string& urls) {
       const size_t keep = colon != std::string::npos && colon < at ? colon + 1 : from;
       one.replace(keep, at - keep, "***");
     }
-    if (!out.empty() || start > 0) out += ",";
+    if (!first) out += ",";
+    first = false;
     out += one;
-    start = comma + 1;
   }
   return out;
 }
@@ -95,13 +105,10 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
   // there fails every connect ("No server available"), so a list goes to
   // natsOptions_SetServers, which also reconnects through it.
   std::vector<std::string> urls;
-  for (size_t start = 0; start <= options.url.size();) {
-    const size_t comma = std::min(options.url.find(',', start), options.url.size());
-    std::string one = options.url.substr(start, comma - start);
+  for (std::string one : SplitOnCommas(options.url)) {
     one.erase(0, one.find_first_not_of(' '));
     one.erase(one.find_last_not_of(' ') + 1);
     if (!one.empty()) urls.push_back(std::move(one));
-    start = comma + 1;
   }
   if (!avoid.empty()) {
     // The others first, in the order given: nats.c would otherwise pick
