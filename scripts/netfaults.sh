@@ -50,9 +50,12 @@ nats_bin=${KVFOLD_NATS_SERVER:-}
 cut_s=20
 lossy_s=60
 # A mirror on the cut-off node notices after three heartbeats (15 s) and
-# moves after three failed requests in a row (on 2.11+ the node does not
-# answer 503 but times out, 5 s each): 45 s leaves it time to.
-partition_s=45
+# moves at its next failed request (on 2.11+ the node does not answer 503
+# but times out, 5 s), about 20 s in. The majority then needs a consumer:
+# the cluster places each new one on any of the three nodes, and one
+# placed on the cut-off node times out (5 s), so a few tries may go by.
+# 60 s leaves time for them.
+partition_s=60
 asym_s=20
 backoff_min_ms=1000 # WatchOptions::reconnect_backoff_min, what the CLI uses
 backoff_max_ms=30000
@@ -368,6 +371,16 @@ wait_all() {  # START SECONDS TARGET TAG[=FROM]...
 
 # The stream's last sequence: the highest any node reports (after the
 # writes stopped the leader's is the truth and no replica is ahead of it).
+# True when HOST answers a message read of STREAM (a 404 for a key nobody
+# writes is an answer; a 503 from a cluster still electing is not).
+stream_served() {  # HOST(name) STREAM
+  local body reply
+  body='{"last_by_subj":"$KV.'${2#KV_}'.kvfold-access-check"}'
+  reply=$(nats_raw "$1" "${IP[$1]}" 1 "PUB \$JS.API.STREAM.MSG.GET.$2 _R.1 ${#body}"$'\r\n'"$body"$'\r\n' 2>/dev/null) ||
+    return 1
+  [ -n "$reply" ] && ! grep -q '"code":503' <<<"$reply"
+}
+
 last_seq() {  # STREAM HOST(name)...
   local stream=$1 h v best=0
   shift
@@ -854,6 +867,7 @@ run_cluster() {
     log "[$scen] ma followed the majority ${followed} s into the partition"
   else
     fail "$scen" "ma did not follow the bucket during the ${partition_s} s partition: its cursor stayed at or below node 1's last sequence $n1_last while nodes 2 and 3 went on to $head1 (it was given all three URLs)"
+    show_tail "${mlog[ma]}" 40 "ma's log"
   fi
   heal_nft part_n1
   healed=$(now)
@@ -864,14 +878,15 @@ run_cluster() {
   local settled=""
   for ((i = 0; i < 120; i++)); do
     if [ "$(last_seq "$stream" n1)" = "$target" ] && [ "$(last_seq "$stream" n2)" = "$target" ] &&
-      [ "$(last_seq "$stream" n3)" = "$target" ]; then
+      [ "$(last_seq "$stream" n3)" = "$target" ] && stream_served n2 "$stream" &&
+      stream_served n3 "$stream"; then
       settled=$(elapsed "$healed" "$(now)")
       break
     fi
     sleep 0.5
   done
   if [ -n "$settled" ]; then
-    log "[$scen] all three replicas at sequence $target ${settled} s after the heal"
+    log "[$scen] all three replicas at sequence $target and serving ${settled} s after the heal"
   else
     fail "$scen" "the replicas did not all reach sequence $target within 60 s of the writes stopping"
   fi

@@ -122,6 +122,12 @@ class BucketSource {
 
   virtual const std::string& bucket() const = 0;
 
+  // When the source moved to another server since last asked (it left one
+  // that could not serve the bucket), a line saying so, handed out once;
+  // otherwise empty. The watch logs it and retries promptly on the new
+  // server. Default: never moves.
+  virtual std::string TakeMoveNotice() { return std::string(); }
+
   // Fresh stream state (never cached). Unavailable when the server cannot be
   // reached; NotFound when the bucket does not exist.
   virtual StatusOr<StreamState> ReadStream() = 0;

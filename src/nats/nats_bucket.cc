@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "core/base64.h"
 #include "core/json_fields.h"
@@ -11,6 +12,7 @@
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"
 #include "nats/ordered_delivery.h"
+#include "nats/server_strikes.h"
 
 namespace kvfold {
 namespace {
@@ -36,54 +38,19 @@ class NatsBucket final : public BucketSource {
 
   const std::string& bucket() const override { return bucket_; }
 
+  std::string TakeMoveNotice() override { return std::exchange(moved_, std::string()); }
+
   StatusOr<StreamState> ReadStream() override {
-    auto reply = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
-    if (!reply.ok() && reply.status().IsUnavailable()) return Failed(reply.status());
-    if (!reply.ok()) {
-      if (reply.status().IsNotFound()) {
-        return Status::NotFound("bucket " + bucket_ + " does not exist on " + conn_->url() +
-                                " (no stream " + stream_ + ")");
-      }
-      return reply.status();
-    }
-    const json& j = *reply;
-    const auto cfg = j.find("config");
-    const auto st = j.find("state");
-    StreamState out;
-    std::string discard = "old";
-    if (cfg == j.end() || st == j.end() ||
-        !core::ReadJsonField(j, "created", &out.created, /*required=*/true) ||
-        !core::ReadJsonField(*st, "first_seq", &out.first_seq) ||
-        !core::ReadJsonField(*st, "last_seq", &out.last_seq) ||
-        !core::ReadJsonField(*st, "messages", &out.messages) ||
-        !core::ReadJsonField(*cfg, "max_msgs", &out.max_msgs) ||
-        !core::ReadJsonField(*cfg, "max_bytes", &out.max_bytes) ||
-        !core::ReadJsonField(*cfg, "max_age", &out.max_age_ns) ||
-        !core::ReadJsonField(*cfg, "max_msgs_per_subject", &out.history) ||
-        !core::ReadJsonField(*cfg, "discard", &discard) ||
-        !core::ReadJsonField(*cfg, "allow_msg_ttl", &out.allow_msg_ttl) ||
-        !core::ReadJsonField(*cfg, "subject_delete_marker_ttl", &out.marker_ttl_ns)) {
-      return Status::Corruption(
-          "stream info for " + stream_ +
-          " lacks config, state or created, or has a field of the wrong type");
-    }
-    out.discard_new = discard == "new";
-    // The server's clock (2.10+), for the marker window. One it cannot
-    // read counts as unknown: no window then passes (a bucket without
-    // limit markers does not use it).
-    std::string ts;
-    if (core::ReadJsonField(j, "ts", &ts) && !ts.empty()) {
-      out.server_time_ns = core::ParseApiTimeNs(ts).value_or(0);
-    }
-    return out;
+    return Served([this] { return ReadStreamHere(); });
   }
 
   StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
                                            const Scope& scope) override {
-    auto d = OpenOrdered(start, scope, /*headers_only=*/false);
-    if (!d.ok()) return Failed(d.status());
-    failures_ = 0;
-    return std::unique_ptr<Delivery>(std::move(d).value());
+    return Served([&]() -> StatusOr<std::unique_ptr<Delivery>> {
+      auto d = OpenOrdered(start, scope, /*headers_only=*/false);
+      if (!d.ok()) return d.status();
+      return std::unique_ptr<Delivery>(std::move(d).value());
+    });
   }
 
   StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
@@ -186,6 +153,47 @@ class NatsBucket final : public BucketSource {
   }
 
  private:
+  StatusOr<StreamState> ReadStreamHere() {
+    auto reply = conn_->ApiRequest("STREAM.INFO." + stream_, nullptr);
+    if (!reply.ok()) {
+      if (reply.status().IsNotFound()) {
+        return Status::NotFound("bucket " + bucket_ + " does not exist on " + conn_->url() +
+                                " (no stream " + stream_ + ")");
+      }
+      return reply.status();
+    }
+    const json& j = *reply;
+    const auto cfg = j.find("config");
+    const auto st = j.find("state");
+    StreamState out;
+    std::string discard = "old";
+    if (cfg == j.end() || st == j.end() ||
+        !core::ReadJsonField(j, "created", &out.created, /*required=*/true) ||
+        !core::ReadJsonField(*st, "first_seq", &out.first_seq) ||
+        !core::ReadJsonField(*st, "last_seq", &out.last_seq) ||
+        !core::ReadJsonField(*st, "messages", &out.messages) ||
+        !core::ReadJsonField(*cfg, "max_msgs", &out.max_msgs) ||
+        !core::ReadJsonField(*cfg, "max_bytes", &out.max_bytes) ||
+        !core::ReadJsonField(*cfg, "max_age", &out.max_age_ns) ||
+        !core::ReadJsonField(*cfg, "max_msgs_per_subject", &out.history) ||
+        !core::ReadJsonField(*cfg, "discard", &discard) ||
+        !core::ReadJsonField(*cfg, "allow_msg_ttl", &out.allow_msg_ttl) ||
+        !core::ReadJsonField(*cfg, "subject_delete_marker_ttl", &out.marker_ttl_ns)) {
+      return Status::Corruption(
+          "stream info for " + stream_ +
+          " lacks config, state or created, or has a field of the wrong type");
+    }
+    out.discard_new = discard == "new";
+    // The server's clock (2.10+), for the marker window. One it cannot
+    // read counts as unknown: no window then passes (a bucket without
+    // limit markers does not use it).
+    std::string ts;
+    if (core::ReadJsonField(j, "ts", &ts) && !ts.empty()) {
+      out.server_time_ns = core::ParseApiTimeNs(ts).value_or(0);
+    }
+    return out;
+  }
+
   StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(const DeliveryStart& start,
                                                                const Scope& scope,
                                                                bool headers_only) {
@@ -194,38 +202,63 @@ class NatsBucket final : public BucketSource {
     cfg.start = start;
     cfg.filters = nats::ScopeFilters(bucket_, scope);
     cfg.headers_only = headers_only;
+    cfg.strikes = strikes_;
     return nats::OrderedDelivery::Open(conn_, std::move(cfg), &multi_filter_);
   }
 
-  // A failure to open a delivery or read the stream, counted: a server
-  // that stays connected but cannot serve JetStream (a cluster node cut
-  // off from the others has no quorum: 503 or no answer) is left for
-  // another server of the list after kMoveAfterFailures in a row. nats.c
-  // would stay on it, as its connection is fine.
-  Status Failed(Status why) {
-    if (!why.IsUnavailable() || ++failures_ < kMoveAfterFailures ||
-        options_.url.find(',') == std::string::npos) {
-      return why;
-    }
-    failures_ = 0;
-    const std::string from = conn_->ConnectedServer();
-    auto moved = nats::NatsConnection::Connect(options_, from);
-    if (!moved.ok())
-      return why.WithContext("moving off server " + from +
-                             " failed too: " + moved.status().message());
-    conn_ = std::move(moved).value();
-    return why.WithContext("server " + from + " failed " + std::to_string(kMoveAfterFailures) +
-                           " times in a row; moved to " + conn_->ConnectedServer());
+  // Runs `call` (a stream read or a delivery's opening) on the connected
+  // server, counting what it could not answer (ServerStrikes). A server
+  // with kMoveAt strikes is left for another of the list, before the call
+  // or after it failed, and a failed call is made once more there: the
+  // watch goes on without waiting out a backoff. nats.c alone would stay,
+  // as its connection is fine.
+  template <typename Call>
+  auto Served(Call call) -> decltype(call()) {
+    const bool listed = options_.url.find(',') != std::string::npos;
+    if (listed && strikes_->ShouldMove()) (void)MoveOff("its deliveries went silent");
+    auto r = call();
+    if (r.ok() || !r.status().IsUnavailable()) return r;
+    strikes_->Add(nats::ServerStrikes::kUnanswered);
+    if (!listed || !strikes_->ShouldMove()) return r;
+    Status moved = MoveOff(r.status().message());
+    if (!moved.ok()) return r.status().WithContext(moved.message());
+    r = call();
+    if (!r.ok() && r.status().IsUnavailable()) strikes_->Add(nats::ServerStrikes::kUnanswered);
+    return r;
   }
 
-  static constexpr int kMoveAfterFailures = 3;
+  // Connects to another server of the list (REQUIRES: several), those
+  // left before last, and says so in moved_. Unavailable when none other
+  // answers (the current connection stays: it reconnects by itself).
+  Status MoveOff(const std::string& why) {
+    strikes_->Clear();
+    const std::string from = conn_->ConnectedServer();
+    // Servers left before are tried after the rest, the latest last: a
+    // move goes round the list instead of back to where it came from.
+    std::erase(left_, from);
+    left_.push_back(from);
+    auto moved = nats::NatsConnection::Connect(options_, left_);
+    if (!moved.ok()) {
+      return Status::Unavailable("server " + from + " is failing and moving to another server " +
+                                 "of the list failed: " + moved.status().message());
+    }
+    if ((*moved)->ConnectedServer() == from) {
+      return Status::Unavailable("server " + from +
+                                 " is failing and no other server of the list answered");
+    }
+    conn_ = std::move(moved).value();
+    moved_ = "server " + from + " is failing (" + why + "): moved to " + conn_->ConnectedServer();
+    return Status::OK();
+  }
 
   std::shared_ptr<nats::NatsConnection> conn_;
   ConnectOptions options_;
   std::string bucket_;
   std::string stream_;
   bool multi_filter_ = true;  // until a server shows it ignores filter_subjects
-  int failures_ = 0;          // in a row, since a delivery last opened
+  std::shared_ptr<nats::ServerStrikes> strikes_ = std::make_shared<nats::ServerStrikes>();
+  std::string moved_;              // the last move, until TakeMoveNotice
+  std::vector<std::string> left_;  // servers moved off, the latest last
 };
 
 }  // namespace
@@ -256,12 +289,16 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   // later (a single message read, a consumer's deletion, a flow-control
   // reply): the server would refuse it only then. Reading a key nobody
   // writes, deleting a consumer that does not exist and replying to a
-  // flow-control subject no consumer uses change nothing.
+  // flow-control subject no consumer uses change nothing. A server that
+  // cannot answer them now (a cluster electing a leader: 503) has not
+  // refused them: the watch meets that state anyway and retries it.
   const std::string stream = nats::StreamName(bucket);
   auto read = (*conn)->LastMessage(stream, nats::SubjectPrefix(bucket) + kAccessCheckKey);
-  if (!read.ok()) return read.status().WithContext("bucket " + bucket);
+  if (!read.ok() && !read.status().IsUnavailable()) {
+    return read.status().WithContext("bucket " + bucket);
+  }
   auto deleted = (*conn)->ApiRequest("CONSUMER.DELETE." + stream + "." + kAccessCheckKey, nullptr);
-  if (!deleted.ok() && !deleted.status().IsNotFound()) {
+  if (!deleted.ok() && !deleted.status().IsNotFound() && !deleted.status().IsUnavailable()) {
     return deleted.status().WithContext("bucket " + bucket);
   }
   KVFOLD_RETURN_IF_ERROR((*conn)

@@ -90,8 +90,8 @@ std::string HostPort(const std::string& url) {
   return host;
 }
 
-StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectOptions& options,
-                                                                  const std::string& avoid) {
+StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(
+    const ConnectOptions& options, const std::vector<std::string>& avoid) {
   std::shared_ptr<NatsConnection> c(new NatsConnection());
   c->timeout_ = options.timeout;
   c->url_ = Redacted(options.url);
@@ -111,10 +111,14 @@ StatusOr<std::shared_ptr<NatsConnection>> NatsConnection::Connect(const ConnectO
     if (!one.empty()) urls.push_back(std::move(one));
   }
   if (!avoid.empty()) {
-    // The others first, in the order given: nats.c would otherwise pick
-    // one at random, the one to avoid among them.
-    std::stable_partition(urls.begin(), urls.end(),
-                          [&](const std::string& u) { return HostPort(u) != avoid; });
+    // The others first, in the order given, then those to avoid in
+    // theirs: nats.c would otherwise pick one at random.
+    auto rank = [&](const std::string& u) {
+      const auto at = std::find(avoid.begin(), avoid.end(), HostPort(u));
+      return at == avoid.end() ? 0 : 1 + (at - avoid.begin());
+    };
+    std::stable_sort(urls.begin(), urls.end(),
+                     [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
     natsOptions_SetNoRandomize(o, true);
   }
   std::vector<const char*> servers;

@@ -29,10 +29,11 @@ class NatsConnection {
  public:
   // Connects with `options`. Unavailable when no server answers,
   // InvalidArgument for options nats.c refuses (a missing creds file, ...).
-  // `avoid` ("host:port"): a server of options.url to try last (the
-  // others first, in order), to move off a server that cannot serve.
-  static StatusOr<std::shared_ptr<NatsConnection>> Connect(const ConnectOptions& options,
-                                                           const std::string& avoid = "");
+  // `avoid` ("host:port" each): servers of options.url to try last, in
+  // the order given, after the others in theirs; to move off servers that
+  // cannot serve.
+  static StatusOr<std::shared_ptr<NatsConnection>> Connect(
+      const ConnectOptions& options, const std::vector<std::string>& avoid = {});
 
   // "host:port" of the server this connection is on now; "" when none.
   std::string ConnectedServer() const;

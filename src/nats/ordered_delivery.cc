@@ -200,6 +200,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       // so only silence after the queue is drained counts against the server.
       const auto now = Clock::now();
       if (now - last_heard_ > 3 * config_.heartbeat) {
+        if (config_.strikes) config_.strikes->Add(ServerStrikes::kSilent);
         return Reset(ResetCause::kIdle, "no message or heartbeat for three heartbeat intervals");
       }
       if (now >= deadline) return DeliveryEvent{};
@@ -212,6 +213,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       return Reset(ResetCause::kOther, "reading the delivery failed: " + NatsError(s));
     }
     last_heard_ = Clock::now();
+    if (config_.strikes) config_.strikes->Alive();
     // Destroyed (in a batch) after this call returns: the event copies
     // what it needs.
     struct Spender {

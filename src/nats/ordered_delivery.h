@@ -15,6 +15,7 @@
 
 #include "kvfold/bucket.h"
 #include "nats/nats_connection.h"
+#include "nats/server_strikes.h"
 
 namespace kvfold::nats {
 
@@ -24,6 +25,8 @@ struct OrderedDeliveryConfig {
   std::vector<std::string> filters;  // at least one
   bool headers_only = false;
   std::chrono::milliseconds heartbeat{5000};
+  // Told of each sign of life and of silence (may be null).
+  std::shared_ptr<ServerStrikes> strikes;
 };
 
 class OrderedDelivery final : public Delivery {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <utility>
 
 #include "core/backoff.h"
 #include "core/change_report.h"
@@ -122,7 +123,9 @@ Status WatchLoop::Run() {
     } else {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
-    if (guard_.received() != received_before) backoff.Reset();
+    if (guard_.received() != received_before || std::exchange(source_moved_, false)) {
+      backoff.Reset();
+    }
     if (opt_.metrics) opt_.metrics->RecordRetryWait();  // the loop turns: liveness
     const milliseconds wait = backoff.Next();
     Log("retrying in " + std::to_string(wait.count()) + " ms");
@@ -255,6 +258,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     start.from_seq = std::max<uint64_t>(state.first_seq, 1);
   }
   auto opened = source_.Open(start, opt_.scope);
+  NoteSourceMove();
   if (!opened.ok()) {
     if (opened.status().IsUnavailable()) {
       Log(LogLevel::kWarning, "opening a delivery: " + opened.status().message());

@@ -132,6 +132,7 @@ class WatchLoop {
     const auto before = clock_.Now();
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
+    NoteSourceMove();
     if (!state.ok()) return state;
     server_clock_.Measure(before, before_system, state->server_time_ns);
     KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
@@ -172,6 +173,14 @@ class WatchLoop {
     if (opt_.log) opt_.log(LogLine{level, line});
   }
   void Log(const std::string& line) const { Log(LogLevel::kInfo, line); }
+  // A move of the source to another server: logged, and the backoff
+  // starts over there.
+  void NoteSourceMove() {
+    std::string notice = source_.TakeMoveNotice();
+    if (notice.empty()) return;
+    Log(LogLevel::kWarning, notice);
+    source_moved_ = true;
+  }
 
   BucketSource& source_;
   Fold& fold_;
@@ -206,6 +215,7 @@ class WatchLoop {
   uint64_t fold_max_revision_ = UINT64_MAX;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
+  bool source_moved_ = false;  // since the backoff last turned
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
   // Last: its callbacks read the fields above.

@@ -226,5 +226,59 @@ TEST_F(DeliveryGapLiveTest, LastMessageLostBeforeASilenceIsCaughtByTheIdleHeartb
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("hb"));
 }
 
+// Apart from the delivery-gap tests (not in the mutation runner's live
+// filter): this one waits out two silences of three heartbeats (about 30 s).
+class SilentServerLiveTest : public DeliveryGapLiveTest {};
+
+// Invariant: given several servers, a watch whose server stays connected
+// and answers requests but whose deliveries go silent (a cluster node cut
+// off from its peers, answering from its stale copy) moves to another
+// server of the list and follows the bucket there. nats.c alone stays:
+// the connection is fine. Here both URLs lead to one server, the first
+// through a proxy that silences deliveries and heartbeats.
+TEST_F(SilentServerLiveTest, ServerWhoseDeliveriesGoSilentIsLeftForAnotherOfTheList) {
+  kv_.CreateBucket("silent");
+  for (int i = 0; i < 5; ++i) kv_.Put("silent", "k" + std::to_string(i), "v");
+  ConnectOptions o;
+  o.url = proxy_.url() + "," + server_.url();
+  // nats.c picks a URL of the list at random: open until it took the proxy.
+  std::unique_ptr<BucketSource> source;
+  for (int tries = 0; tries < 50 && !source; ++tries) {
+    const int before = proxy_.accepted();
+    auto s = OpenNatsBucket(o, "silent");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    if (proxy_.accepted() > before) source = std::move(s).value();
+  }
+  ASSERT_NE(source, nullptr) << "never connected through the proxy";
+  auto fold = OpenFold();
+  WatchOptions w = Recorded();
+  std::stop_source stop;
+  w.stop = stop.get_token();
+  Status watch_status;
+  std::thread watch([&] { watch_status = Watch(*source, *fold, w); });
+  auto wait_for_cursor = [&](uint64_t seq, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (fold->ReadMeta()->cursor.value_or(0) < seq &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  };
+  wait_for_cursor(5, std::chrono::seconds(10));
+  ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
+
+  proxy_.SilenceDeliveries(true);
+  for (int i = 5; i < 10; ++i) kv_.Put("silent", "k" + std::to_string(i), "w");
+  // A bound, not a target: about two silences of 15 s each pass first.
+  wait_for_cursor(10, std::chrono::seconds(90));
+  stop.request_stop();
+  watch.join();
+  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  EXPECT_EQ(fold->ReadMeta()->cursor, 10u) << Log();
+  EXPECT_NE(Log().find("moved to 127.0.0.1:" + std::to_string(server_.port())), std::string::npos)
+      << Log();
+  EXPECT_EQ(Revisions(), Range(1, 10));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("silent"));
+}
+
 }  // namespace
 }  // namespace kvfold::live

@@ -110,6 +110,14 @@ bool NatsProxy::TakeDrop(std::string_view subject, std::string_view reply) {
   return true;
 }
 
+bool NatsProxy::Silenced(std::string_view reply, std::string_view frame,
+                         size_t header_start) const {
+  if (!silenced_) return false;
+  if (reply.starts_with("$JS.ACK.")) return true;
+  return header_start != std::string_view::npos &&
+         frame.substr(header_start).starts_with("NATS/1.0 100");
+}
+
 void NatsProxy::AcceptLoop() {
   while (!stopping_) {
     const int client = accept(listen_fd_, nullptr, nullptr);
@@ -130,6 +138,7 @@ void NatsProxy::AcceptLoop() {
     }
     NoDelay(client);
     NoDelay(server);
+    ++accepted_;
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       close(client);
@@ -198,7 +207,12 @@ void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
     const size_t end = eol + 2 + total + 2;  // payload, then its CRLF
     if (b.size() < end) break;               // the rest is still on its way
     const std::string_view reply = f.size() == with_reply ? f[3] : std::string_view();
-    if (!TakeDrop(f[1], reply)) out->append(b, start, end - start);
+    const std::string_view frame(b.data() + start, end - start);
+    if (Silenced(reply, frame, hmsg ? eol + 2 - start : std::string_view::npos)) {
+      ++dropped_;
+    } else if (!TakeDrop(f[1], reply)) {
+      out->append(b, start, end - start);
+    }
     start = end;
   }
   buffer->erase(0, start);

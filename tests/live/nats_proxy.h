@@ -38,8 +38,15 @@ class NatsProxy {
   // ack reply ($JS.ACK.…): a consumer's delivery, never a heartbeat, flow
   // control or API reply. Once; a second call re-arms it.
   void DropNextDelivery(const std::string& subject);
+  // While on, drops every consumer delivery and every idle heartbeat or
+  // flow-control request (status 100): the server's deliveries go silent
+  // while the connection stays up and API requests are answered, as on a
+  // cluster node that lost its peers but still answers from its stale copy.
+  void SilenceDeliveries(bool on) { silenced_ = on; }
   // Messages dropped so far.
   int dropped() const { return dropped_.load(); }
+  // Client connections accepted so far.
+  int accepted() const { return accepted_.load(); }
 
   // Moves the complete frames at the front of *buffer to *out, minus a
   // dropped one; an incomplete tail stays in *buffer for the next read.
@@ -58,12 +65,17 @@ class NatsProxy {
   void CopyUp(Link* link);
   void CopyDown(Link* link);
   bool TakeDrop(std::string_view subject, std::string_view reply);
+  // A delivery or a status-100 frame while silenced (header_start: where
+  // an HMSG's header block begins in the frame; npos for MSG).
+  bool Silenced(std::string_view reply, std::string_view frame, size_t header_start) const;
 
   int listen_fd_ = -1;
   int server_port_ = 0;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> dropped_{0};
+  std::atomic<int> accepted_{0};
+  std::atomic<bool> silenced_{false};
   std::thread acceptor_;
   std::mutex mu_;
   std::optional<std::string> drop_subject_;   // guarded by mu_
