@@ -122,12 +122,6 @@ class BucketSource {
 
   virtual const std::string& bucket() const = 0;
 
-  // When the source moved to another server since last asked (it left one
-  // that could not serve the bucket), a line saying so, handed out once;
-  // otherwise empty. The watch logs it and retries promptly on the new
-  // server. Default: never moves.
-  virtual std::string TakeMoveNotice() { return std::string(); }
-
   // Fresh stream state (never cached). Unavailable when the server cannot be
   // reached; NotFound when the bucket does not exist.
   virtual StatusOr<StreamState> ReadStream() = 0;
@@ -157,6 +151,24 @@ class BucketSource {
   virtual Status ListKeys(const Scope& scope,
                           const std::function<Status(std::string_view key, uint64_t revision)>& fn,
                           uint64_t* last_seq) = 0;
+
+  // Added last, so that sources built against an earlier release keep
+  // their layout. Both are called on the watch's thread, between calls of
+  // the methods above.
+
+  // When the source moved to another server since last asked (it left one
+  // that could not serve the bucket), a line saying so; handed out once
+  // per move, otherwise empty. The watch logs it, drops a delivery opened
+  // across the move (its start came from the old server's state) and
+  // starts its backoff over once the new server answered. Deliveries and
+  // states from before stay valid to destroy. Default: never moves.
+  virtual std::string TakeMoveNotice() { return std::string(); }
+
+  // The watch saw the source answer for the stream with a head behind what
+  // it already received from the same stream (a cluster replica that has
+  // not caught up). A source with other servers may count it against the
+  // current one. Default: nothing.
+  virtual void NoteLaggingView() {}
 };
 
 }  // namespace kvfold

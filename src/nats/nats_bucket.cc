@@ -13,6 +13,7 @@
 #include "nats/nats_connection.h"
 #include "nats/ordered_delivery.h"
 #include "nats/server_strikes.h"
+#include "nats/stream_quorum.h"
 
 namespace kvfold {
 namespace {
@@ -28,6 +29,13 @@ bool IsNoMessageFound(const Status& s) {
   return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
 }
 
+// A 503 or a timeout: JetStream cannot answer now (a cluster electing a
+// leader). Not "no responders" right after the stream answered: that is a
+// missing JetStream API import, a refusal.
+bool PassingOutage(const Status& s) {
+  return s.IsUnavailable() && s.message().find("no responders") == std::string::npos;
+}
+
 class NatsBucket final : public BucketSource {
  public:
   NatsBucket(std::shared_ptr<nats::NatsConnection> conn, ConnectOptions options, std::string bucket)
@@ -39,6 +47,8 @@ class NatsBucket final : public BucketSource {
   const std::string& bucket() const override { return bucket_; }
 
   std::string TakeMoveNotice() override { return std::exchange(moved_, std::string()); }
+
+  void NoteLaggingView() override { strikes_->Add(nats::ServerStrikes::kLagging); }
 
   StatusOr<StreamState> ReadStream() override {
     return Served([this] { return ReadStreamHere(); });
@@ -163,6 +173,11 @@ class NatsBucket final : public BucketSource {
       return reply.status();
     }
     const json& j = *reply;
+    const std::string no_quorum = nats::LeaderWithoutQuorum(j);
+    if (!no_quorum.empty()) {
+      return Status::Unavailable("stream " + stream_ + " as server " + conn_->ConnectedServer() +
+                                 " answers for it: " + no_quorum);
+    }
     const auto cfg = j.find("config");
     const auto st = j.find("state");
     StreamState out;
@@ -215,7 +230,9 @@ class NatsBucket final : public BucketSource {
   template <typename Call>
   auto Served(Call call) -> decltype(call()) {
     const bool listed = options_.url.find(',') != std::string::npos;
-    if (listed && strikes_->ShouldMove()) (void)MoveOff("its deliveries went silent");
+    if (listed && strikes_->ShouldMove()) {
+      (void)MoveOff("a delivery went silent, or its view of the stream lagged");
+    }
     auto r = call();
     if (r.ok() || !r.status().IsUnavailable()) return r;
     strikes_->Add(nats::ServerStrikes::kUnanswered);
@@ -231,23 +248,26 @@ class NatsBucket final : public BucketSource {
   // left before last, and says so in moved_. Unavailable when none other
   // answers (the current connection stays: it reconnects by itself).
   Status MoveOff(const std::string& why) {
-    strikes_->Clear();
     const std::string from = conn_->ConnectedServer();
+    const std::string named = from.empty() ? "the server (disconnected)" : "server " + from;
     // Servers left before are tried after the rest, the latest last: a
     // move goes round the list instead of back to where it came from.
-    std::erase(left_, from);
-    left_.push_back(from);
+    if (!from.empty()) {
+      std::erase(left_, from);
+      left_.push_back(from);
+    }
     auto moved = nats::NatsConnection::Connect(options_, left_);
     if (!moved.ok()) {
-      return Status::Unavailable("server " + from + " is failing and moving to another server " +
-                                 "of the list failed: " + moved.status().message());
+      return Status::Unavailable(named + " is failing and moving to another server of the list " +
+                                 "failed: " + moved.status().message());
     }
-    if ((*moved)->ConnectedServer() == from) {
-      return Status::Unavailable("server " + from +
-                                 " is failing and no other server of the list answered");
+    if (!from.empty() && (*moved)->ConnectedServer() == from) {
+      return Status::Unavailable(named + " is failing and no other server of the list answered");
     }
     conn_ = std::move(moved).value();
-    moved_ = "server " + from + " is failing (" + why + "): moved to " + conn_->ConnectedServer();
+    // A fresh count: deliveries still open on the old server keep the old.
+    strikes_ = std::make_shared<nats::ServerStrikes>();
+    moved_ = named + " is failing (" + why + "): moved to " + conn_->ConnectedServer();
     return Status::OK();
   }
 
@@ -294,11 +314,11 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   // refused them: the watch meets that state anyway and retries it.
   const std::string stream = nats::StreamName(bucket);
   auto read = (*conn)->LastMessage(stream, nats::SubjectPrefix(bucket) + kAccessCheckKey);
-  if (!read.ok() && !read.status().IsUnavailable()) {
+  if (!read.ok() && !PassingOutage(read.status())) {
     return read.status().WithContext("bucket " + bucket);
   }
   auto deleted = (*conn)->ApiRequest("CONSUMER.DELETE." + stream + "." + kAccessCheckKey, nullptr);
-  if (!deleted.ok() && !deleted.status().IsNotFound() && !deleted.status().IsUnavailable()) {
+  if (!deleted.ok() && !deleted.status().IsNotFound() && !PassingOutage(deleted.status())) {
     return deleted.status().WithContext("bucket " + bucket);
   }
   KVFOLD_RETURN_IF_ERROR((*conn)

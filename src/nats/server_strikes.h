@@ -22,6 +22,10 @@ class ServerStrikes {
   static constexpr int kMoveAt = 3;
   // A request the server could not answer (503, timeout).
   static constexpr int kUnanswered = 1;
+  // Stream info with a head behind what a delivery already brought (the
+  // server's copy may be the one lagging; it may as well be the leader's
+  // answer racing a follower's delivery).
+  static constexpr int kLagging = 1;
   // Three heartbeat intervals of silence on a delivery (15 s by default):
   // stronger evidence, so one more failure moves.
   static constexpr int kSilent = 2;
@@ -33,7 +37,6 @@ class ServerStrikes {
     if (strikes_.load(std::memory_order_relaxed) != 0) strikes_.store(0, std::memory_order_relaxed);
   }
   bool ShouldMove() const { return strikes_.load(std::memory_order_relaxed) >= kMoveAt; }
-  void Clear() { strikes_.store(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<int> strikes_{0};

@@ -115,6 +115,7 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
+        source_moved_ = false;
         backoff.Reset();
         continue;
       }
@@ -123,9 +124,8 @@ Status WatchLoop::Run() {
     } else {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
     }
-    if (guard_.received() != received_before || std::exchange(source_moved_, false)) {
-      backoff.Reset();
-    }
+    const bool moved = std::exchange(source_moved_, false);
+    if (guard_.received() != received_before || moved) backoff.Reset();
     if (opt_.metrics) opt_.metrics->RecordRetryWait();  // the loop turns: liveness
     const milliseconds wait = backoff.Next();
     Log("retrying in " + std::to_string(wait.count()) + " ms");
@@ -258,7 +258,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     start.from_seq = std::max<uint64_t>(state.first_seq, 1);
   }
   auto opened = source_.Open(start, opt_.scope);
-  NoteSourceMove();
+  const bool moved = NoteSourceMove(opened.ok());
   if (!opened.ok()) {
     if (opened.status().IsUnavailable()) {
       Log(LogLevel::kWarning, "opening a delivery: " + opened.status().message());
@@ -266,6 +266,9 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     }
     return opened.status();
   }
+  // Its start came from the old server's state: a session on the new one
+  // reads the stream there first.
+  if (moved) return Status::OK();
   std::unique_ptr<Delivery> delivery = std::move(opened).value();
   if (opt_.metrics && deliveries_opened_ > 0) opt_.metrics->RecordReconnect();
   ++deliveries_opened_;
@@ -502,6 +505,7 @@ Status WatchLoop::LaggingView(const StreamState& state) {
     lagging_since_.reset();
     return Status::OK();
   }
+  source_.NoteLaggingView();  // it may be this server's copy that lags
   const auto now = clock_.Now();
   if (!lagging_since_) lagging_since_ = now;
   if (now - *lagging_since_ >= kLaggingViewPatience) return Status::OK();

@@ -132,7 +132,7 @@ class WatchLoop {
     const auto before = clock_.Now();
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
-    NoteSourceMove();
+    NoteSourceMove(state.ok());
     if (!state.ok()) return state;
     server_clock_.Measure(before, before_system, state->server_time_ns);
     KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
@@ -173,13 +173,15 @@ class WatchLoop {
     if (opt_.log) opt_.log(LogLine{level, line});
   }
   void Log(const std::string& line) const { Log(LogLevel::kInfo, line); }
-  // A move of the source to another server: logged, and the backoff
-  // starts over there.
-  void NoteSourceMove() {
+  // A move of the source to another server: logged; true when there was
+  // one. The backoff starts over once the new server answered (`served`);
+  // a move in a cluster-wide outage keeps it growing.
+  bool NoteSourceMove(bool served) {
     std::string notice = source_.TakeMoveNotice();
-    if (notice.empty()) return;
+    if (notice.empty()) return false;
     Log(LogLevel::kWarning, notice);
-    source_moved_ = true;
+    if (served) source_moved_ = true;
+    return true;
   }
 
   BucketSource& source_;

@@ -320,6 +320,10 @@ StatusOr<StreamState> SimBucket::ReadStream() {
     s.last_seq = std::min(s.last_seq, stale_last_seq_);
     s.first_seq = std::min(s.first_seq, s.last_seq + 1);
   }
+  if (ahead_reads_ > 0) {
+    --ahead_reads_;
+    s.first_seq = std::max(s.first_seq, std::min(ahead_first_seq_, s.last_seq + 1));
+  }
   s.discard_new = false;
   s.max_msgs = max_msgs_;
   s.max_bytes = max_bytes_;
@@ -352,6 +356,7 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
     return Status::Unavailable("simulated outage");
   }
   ++opened_;
+  if (std::exchange(move_on_open_, false)) move_notice_ = "moved to another simulated server";
   std::vector<uint64_t> sync;
   uint64_t from = 1;
   if (!start.from_seq) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvfold/bucket.h"
@@ -106,6 +107,18 @@ class SimBucket final : public BucketSource {
     stale_last_seq_ = last_seq;
   }
 
+  // The next `reads` ReadStream calls answer as a server that already
+  // dropped the messages before `first_seq` (another server's view).
+  void ReportFirstSeq(int reads, uint64_t first_seq) {
+    ahead_reads_ = reads;
+    ahead_first_seq_ = first_seq;
+  }
+  // The next Open counts as made on another server, after a move:
+  // TakeMoveNotice then says so once.
+  void MoveOnNextOpen() { move_on_open_ = true; }
+  // How often the watch reported a lagging view (NoteLaggingView).
+  int lagging_views_noted() const { return lagging_noted_; }
+
   int deliveries_opened() const { return opened_; }
   uint64_t last_seq() const { return next_seq_ - 1; }
   // The stream's identity, without ReadStream's side effects.
@@ -126,6 +139,8 @@ class SimBucket final : public BucketSource {
   StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start, const Scope& scope) override;
   StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                          uint64_t from_seq) override;
+  std::string TakeMoveNotice() override { return std::exchange(move_notice_, std::string()); }
+  void NoteLaggingView() override { ++lagging_noted_; }
   // Runs at the start of each LastOfKey (retention racing the read).
   std::function<void()> before_last_of_key;
   StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override;
@@ -178,6 +193,11 @@ class SimBucket final : public BucketSource {
   int reset_after_ = -1;
   int stale_reads_ = 0;
   uint64_t stale_last_seq_ = 0;
+  int ahead_reads_ = 0;
+  uint64_t ahead_first_seq_ = 0;
+  bool move_on_open_ = false;
+  std::string move_notice_;
+  int lagging_noted_ = 0;
   Clock* idle_clock_ = nullptr;
   int stall_ = 0;
   int unavailable_calls_ = 0;

@@ -310,6 +310,9 @@ TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
   EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
     return l.find("a replica that has not caught up") != std::string::npos;
   }));
+  // Each lagging view is reported to the source (a NATS source counts it
+  // against its server, to move off a replica that stays behind).
+  EXPECT_GE(b.lagging_views_noted(), 1);
 
   b.Put("a.later", "y");
   b.ReportStaleHead(1 << 20, cursor - 3);              // never catches up
@@ -317,6 +320,32 @@ TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
   Status s = RunWatch(b, *fold, o).status;
   EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("reset or recreated"), std::string::npos) << s.message();
+}
+
+// A delivery opened across a move to another server started from the old
+// server's state: it is dropped, and a session on the new server reads the
+// stream there first. Here the old server had already dropped sequences
+// 1-5 (first_seq 6) that the new one retains: a history-1 state sync from
+// its first_seq would miss keys that only those hold.
+TEST(WatcherSimTest, ADeliveryOpenedAcrossAServerMoveIsDropped) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 10; ++i) b.Put("a.k" + std::to_string(i), "v");
+  b.ReportFirstSeq(1, 6);
+  b.MoveOnNextOpen();
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  std::vector<std::string> log;
+  o.log = [&log](std::string_view line) { log.emplace_back(line); };
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_EQ(b.deliveries_opened(), 2);
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("moved to another simulated server") != std::string::npos;
+  }));
 }
 
 // A reset (gap, reconnect, slow consumer) re-opens from the last received
