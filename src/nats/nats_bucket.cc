@@ -48,6 +48,14 @@ class NatsBucket final : public BucketSource {
 
   std::string TakeMoveNotice() override { return std::exchange(moved_, std::string()); }
 
+  // For OpenNatsBucket: the connection now, and how many servers are listed.
+  const std::shared_ptr<nats::NatsConnection>& connection() const { return conn_; }
+  size_t listed() const {
+    return static_cast<size_t>(std::count(options_.url.begin(), options_.url.end(), ',')) + 1;
+  }
+  // Moves to another server of the list at once (REQUIRES: listed() > 1).
+  Status MoveNow(const std::string& why) { return MoveOff(why); }
+
   void NoteLaggingView() override { strikes_->Add(nats::ServerStrikes::kLagging); }
 
   StatusOr<StreamState> ReadStream() override {
@@ -257,6 +265,9 @@ class NatsBucket final : public BucketSource {
       left_.push_back(from);
     }
     auto moved = nats::NatsConnection::Connect(options_, left_);
+    // Staying: a fresh count, so a failed move is not tried again on every
+    // call (each try may wait out every other server's connect timeout).
+    if (!moved.ok() || (!from.empty() && (*moved)->ConnectedServer() == from)) strikes_->Clear();
     if (!moved.ok()) {
       return Status::Unavailable(named + " is failing and moving to another server of the list " +
                                  "failed: " + moved.status().message());
@@ -302,9 +313,18 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   auto conn = nats::NatsConnection::Connect(options);
   if (!conn.ok()) return conn.status();
   auto source = std::make_unique<NatsBucket>(*conn, options, bucket);
-  // Fail early and clearly when the bucket is missing.
+  // Fail early and clearly when the bucket is missing. Given a list, a
+  // server that cannot serve it now (cut off from its cluster) is left for
+  // each of the others in turn before giving up.
   auto state = source->ReadStream();
+  for (size_t tried = 1; !state.ok() && state.status().IsUnavailable() && tried < source->listed();
+       ++tried) {
+    if (!source->MoveNow(state.status().message()).ok()) break;
+    state = source->ReadStream();
+  }
   if (!state.ok()) return state.status();
+  // A move's notice stays for the watch to log when it starts.
+  const std::shared_ptr<nats::NatsConnection>& conn_now = source->connection();
   // ... and when the credentials lack a right the watch or a repair needs
   // later (a single message read, a consumer's deletion, a flow-control
   // reply): the server would refuse it only then. Reading a key nobody
@@ -313,16 +333,15 @@ StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& opt
   // cannot answer them now (a cluster electing a leader: 503) has not
   // refused them: the watch meets that state anyway and retries it.
   const std::string stream = nats::StreamName(bucket);
-  auto read = (*conn)->LastMessage(stream, nats::SubjectPrefix(bucket) + kAccessCheckKey);
+  auto read = conn_now->LastMessage(stream, nats::SubjectPrefix(bucket) + kAccessCheckKey);
   if (!read.ok() && !PassingOutage(read.status())) {
     return read.status().WithContext("bucket " + bucket);
   }
-  auto deleted = (*conn)->ApiRequest("CONSUMER.DELETE." + stream + "." + kAccessCheckKey, nullptr);
+  auto deleted = conn_now->ApiRequest("CONSUMER.DELETE." + stream + "." + kAccessCheckKey, nullptr);
   if (!deleted.ok() && !deleted.status().IsNotFound() && !PassingOutage(deleted.status())) {
     return deleted.status().WithContext("bucket " + bucket);
   }
-  KVFOLD_RETURN_IF_ERROR((*conn)
-                             ->CheckCorePublish("$JS.FC." + stream + "." + kAccessCheckKey)
+  KVFOLD_RETURN_IF_ERROR(conn_now->CheckCorePublish("$JS.FC." + stream + "." + kAccessCheckKey)
                              .WithContext("bucket " + bucket));
   return std::unique_ptr<BucketSource>(std::move(source));
 }

@@ -37,6 +37,8 @@ class ServerStrikes {
     if (strikes_.load(std::memory_order_relaxed) != 0) strikes_.store(0, std::memory_order_relaxed);
   }
   bool ShouldMove() const { return strikes_.load(std::memory_order_relaxed) >= kMoveAt; }
+  // A move was tried and failed: the server gets a fresh count.
+  void Clear() { strikes_.store(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<int> strikes_{0};

@@ -13,6 +13,11 @@ std::string LeaderWithoutQuorum(const nlohmann::json& info) {
   if (replicas == cluster->end() || !replicas->is_array() || replicas->empty()) return "";
   std::string leader;
   (void)core::ReadJsonField(*cluster, "leader", &leader);
+  // A member without a leader answers too (2.14+), listing itself among
+  // the replicas: nothing it says moves.
+  if (leader.empty()) {
+    return "the stream has no leader (this server's copy does not move until one is elected)";
+  }
   const int64_t silence_ns = std::chrono::nanoseconds(kPeerSilence).count();
   size_t heard = 0;
   std::string gone;
@@ -32,11 +37,9 @@ std::string LeaderWithoutQuorum(const nlohmann::json& info) {
     }
   }
   const size_t peers = replicas->size() + 1;
-  const size_t with_leader = heard + (leader.empty() ? 0 : 1);
-  if (2 * with_leader > peers) return "";
-  return (leader.empty() ? std::string("the stream has no leader") : "its leader " + leader) +
-         " has not heard from " + gone + " for over " + std::to_string(kPeerSilence.count()) +
-         " s: no quorum of its " + std::to_string(peers) +
+  if (2 * (heard + 1) > peers) return "";
+  return "its leader " + leader + " has not heard from " + gone + " for over " +
+         std::to_string(kPeerSilence.count()) + " s: no quorum of its " + std::to_string(peers) +
          " replicas (cut off from them?), so its view of the stream does not move";
 }
 

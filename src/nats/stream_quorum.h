@@ -9,9 +9,8 @@
 #define KVFOLD_NATS_STREAM_QUORUM_H_
 
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace kvfold::nats {
 
@@ -20,8 +19,9 @@ namespace kvfold::nats {
 inline constexpr std::chrono::seconds kPeerSilence{10};
 
 // Empty when `info` (a STREAM.INFO reply) has no cluster section (a single
-// server), or when its leader has heard, within kPeerSilence, from enough
-// peers to form a majority with itself. Otherwise why not, for an error.
+// server), or when it names a leader that has heard, within kPeerSilence,
+// from enough replicas to form a majority with itself. Otherwise why not,
+// for an error (no leader at all counts as not served).
 std::string LeaderWithoutQuorum(const nlohmann::json& info);
 
 }  // namespace kvfold::nats

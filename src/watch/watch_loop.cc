@@ -280,6 +280,8 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     if (after.status().IsUnavailable()) return Status::OK();
     return after.status();
   }
+  // The delivery is on the old server, the state from the new: start over.
+  if (read_moved_) return Status::OK();
   NoteRetention(*after);
   CheckStart(*after);
   if (repair_cause_) {

@@ -132,7 +132,7 @@ class WatchLoop {
     const auto before = clock_.Now();
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
-    NoteSourceMove(state.ok());
+    read_moved_ = NoteSourceMove(state.ok());
     if (!state.ok()) return state;
     server_clock_.Measure(before, before_system, state->server_time_ns);
     KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
@@ -218,6 +218,7 @@ class WatchLoop {
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
   bool source_moved_ = false;  // since the backoff last turned
+  bool read_moved_ = false;    // the last ReadState came from a new server
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
   // Last: its callbacks read the fields above.
