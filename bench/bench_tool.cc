@@ -60,6 +60,18 @@ struct Args {
 struct Conn {
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
+  // Asynchronous publishes the server refused or never acknowledged (a
+  // stream without a leader yet answers 503): without a handler nats.c
+  // drops them silently, and a load would "succeed" short.
+  std::atomic<long long> failed_acks{0};
+  std::string first_ack_error;  // set once, by nats.c's callback thread
+  static void OnAckError(jsCtx*, jsPubAckErr* pae, void* closure) {
+    auto* self = static_cast<Conn*>(closure);
+    if (self->failed_acks++ == 0) {
+      self->first_ack_error = std::string(natsStatus_GetText(pae->Err)) +
+                              (pae->ErrText != nullptr ? std::string(": ") + pae->ErrText : "");
+    }
+  }
   explicit Conn(const std::string& url, bool async_publish = false) {
     natsOptions* o = nullptr;
     Check(natsOptions_Create(&o), "options");
@@ -73,6 +85,8 @@ struct Conn {
                                        ? std::atoi(std::getenv("KVFOLD_BENCH_PENDING"))
                                        : 4096;
       jo.PublishAsync.StallWait = 60000;  // a server busy removing old revisions stalls
+      jo.PublishAsync.ErrHandler = &Conn::OnAckError;
+      jo.PublishAsync.ErrHandlerClosure = this;
     }
     Check(natsConnection_JetStream(&js, nc, &jo), "jetstream");
   }
@@ -118,6 +132,10 @@ int Load(const Args& a) {
   jsPubOptions_Init(&po);
   po.MaxWait = 120000;
   Check(js_PublishAsyncComplete(c.js, &po), "publish complete");
+  if (c.failed_acks > 0) {
+    Die("load: " + std::to_string(c.failed_acks.load()) + " of " + std::to_string(n) +
+        " publishes were not stored (first: " + c.first_ack_error + ")");
+  }
   std::printf("loaded %lld keys\n", n);
   return 0;
 }

@@ -484,7 +484,12 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   // The directory checks are about the real disk; an Env's paths are its own.
   if (env == nullptr) KVFOLD_RETURN_IF_ERROR(CheckDirectory(path, options));
   rocksdb::Options ro;
-  if (env != nullptr) ro.env = env;
+  if (env != nullptr) {
+    ro.env = env;
+    // A simulated Env reopens a small fold thousands of times: loading its
+    // tables inline spares the 16 threads each open would start and stop.
+    ro.max_file_opening_threads = 1;
+  }
   ro.create_if_missing = options.create_if_missing && !options.read_only;
   // A writer's LOG through a writer that survives a full disk (a reader,
   // a secondary instance, logs into its own directory; a simulated Env

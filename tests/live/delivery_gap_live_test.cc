@@ -20,6 +20,15 @@
 namespace kvfold::live {
 namespace {
 
+// Waits until the fold's committed cursor reaches SEQ, or LIMIT passes (the
+// caller asserts the cursor: a bound, not a target).
+void WaitForCursor(Fold& fold, uint64_t seq, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (fold.ReadMeta()->cursor.value_or(0) < seq && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 using std::chrono::milliseconds;
 
 // The parser meets frames split at any byte (a TCP read returns what it
@@ -199,20 +208,13 @@ TEST_F(DeliveryGapLiveTest, LastMessageLostBeforeASilenceIsCaughtByTheIdleHeartb
   o.stop = stop.get_token();
   Status watch_status;
   std::thread watch([&] { watch_status = Watch(*source, *fold, o); });
-  auto wait_for_cursor = [&](uint64_t seq, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (fold->ReadMeta()->cursor.value_or(0) < seq &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-  };
-  wait_for_cursor(5, std::chrono::seconds(5));
+  WaitForCursor(*fold, 5, std::chrono::seconds(5));
   ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
 
   proxy_.DropNextDelivery("$KV.hb.k9");  // the burst's last: seq 10
   for (int i = 5; i < 10; ++i) kv_.Put("hb", "k" + std::to_string(i), "w");
   // Nothing is written after it: only the heartbeat can reveal the gap.
-  wait_for_cursor(10, std::chrono::seconds(12));
+  WaitForCursor(*fold, 10, std::chrono::seconds(12));
   stop.request_stop();
   watch.join();
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
@@ -256,20 +258,13 @@ TEST_F(SilentServerLiveTest, ServerWhoseDeliveriesGoSilentIsLeftForAnotherOfTheL
   w.stop = stop.get_token();
   Status watch_status;
   std::thread watch([&] { watch_status = Watch(*source, *fold, w); });
-  auto wait_for_cursor = [&](uint64_t seq, std::chrono::seconds limit) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (fold->ReadMeta()->cursor.value_or(0) < seq &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-  };
-  wait_for_cursor(5, std::chrono::seconds(10));
+  WaitForCursor(*fold, 5, std::chrono::seconds(10));
   ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
 
   proxy_.SilenceDeliveries(true);
   for (int i = 5; i < 10; ++i) kv_.Put("silent", "k" + std::to_string(i), "w");
   // A bound, not a target: about two silences of 15 s each pass first.
-  wait_for_cursor(10, std::chrono::seconds(90));
+  WaitForCursor(*fold, 10, std::chrono::seconds(90));
   stop.request_stop();
   watch.join();
   ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
