@@ -616,7 +616,6 @@ check_mirror() {  # SCEN TAG FAULT_S EXPECT_RECONNECT
     first=$(diff "$truth" "$dump" | head -10 | sed 's/^/      /' || true)
     echo "$first"
     failures[$scen]+="$first"$'\n'
-
     show_tail "${mlog[$tag]}" 30 "$tag's log"
   fi
 }
@@ -991,8 +990,7 @@ for scen in $selected; do
     printf '%s' "${failures[$scen]:-}"  # again here: CI may show only the end
     for d in "$work/$scen".*.dump; do  # which dumps agree with which
       [ -e "$d" ] || continue
-      printf '    %s: %s keys, sha256 %s
-' "${d##*/}" "$(wc -l <"$d")" "$(sha256sum <"$d" | cut -c1-16)"
+      printf '    %s: %s keys, sha256 %s\n' "${d##*/}" "$(wc -l <"$d")" "$(sha256sum <"$d" | cut -c1-16)"
     done
   else
     log "[$scen] passed ($what)"
