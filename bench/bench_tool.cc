@@ -60,9 +60,10 @@ struct Args {
 struct Conn {
   natsConnection* nc = nullptr;
   jsCtx* js = nullptr;
-  // Asynchronous publishes the server refused or never acknowledged (a
-  // stream without a leader yet answers 503): without a handler nats.c
-  // drops them silently, and a load would "succeed" short.
+  // Asynchronous publishes the server refused (a stream without a leader
+  // yet answers 503): without a handler nats.c drops them silently, and a
+  // load would "succeed" short. (One never acknowledged makes
+  // js_PublishAsyncComplete time out instead.)
   std::atomic<long long> failed_acks{0};
   std::string first_ack_error;  // set once, by nats.c's callback thread
   static void OnAckError(jsCtx*, jsPubAckErr* pae, void* closure) {

@@ -217,6 +217,7 @@ jsz() { http_get "$1" "${IP[$1]}" 8222 '/jsz?streams=true&consumers=true' 2>/dev
 jsz_field() {  # STREAM FIELD < jsz
   awk -v s="\"$1\"," -v f="\"$2\":" '
     $1 == "\"name\":" && $2 ~ /^"KV_/ { cur = $2 }  # not a replica or consumer name
+    $1 == "\"consumer_detail\":" { cur = "" }      # past the stream state
     $1 == f && cur == s && !found { v = $2; sub(/,$/, "", v); found = 1 }
     END { print found ? v : "" }'
 }
@@ -390,12 +391,12 @@ stream_served() {  # HOST(name) STREAM
 }
 
 # A node's copy of STREAM as its /jsz states it: messages, bytes, first and
-# last sequence and interior deletes. Replicas that applied the same log
+# last sequence and timestamp, and interior deletes. Replicas that applied the same log
 # state the same; one that drifted (a server fault) does not.
 replica_state() {  # STREAM HOST(name)
   local j f out=""
   j=$(jsz "$2")
-  for f in messages bytes first_seq last_seq num_deleted; do
+  for f in messages bytes first_seq first_ts last_seq last_ts num_deleted; do
     out+="$f=$(jsz_field "$1" "$f" <<<"$j") "
   done
   echo "${out% }"
@@ -929,7 +930,7 @@ run_cluster() {
   if [ -n "$settled" ]; then
     log "[$scen] all three replicas hold the same copy ($s1) and serve ${settled} s after the heal"
   else
-    fail "$scen" "the three replicas of $stream did not come to the same copy at sequence $target within 90 s of the writes stopping (n1: $s1; n2: $s2; n3: $s3): nats-server's replicas differ, so there is no single truth to compare the mirrors with"
+    fail "$scen" "the three replicas of $stream did not come to the same copy at sequence $target in 180 polls (90 s and more) after the mirrors converged (n1: $s1; n2: $s2; n3: $s3): nats-server's replicas differ, so there is no single truth to compare the mirrors with"
   fi
   if make_truth "$scen" "$n2_url,nats://${IP[n3]}:4222" "$bucket" "$target" "$min_keys"; then
     check_mirror "$scen" ma "$partition_s" 0

@@ -306,6 +306,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
 
 Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end) {
   probe_soon_ = true;
+  moved_in_session_ = false;
   Pace pace{clock_.Now(), opt_.idle_probe};
   while (true) {
     if (opt_.stop.stop_requested() || CaughtUp()) {
@@ -345,6 +346,11 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
         break;
     }
     if (!keep) return Status::OK();
+    // A floor check or probe moved the source: this delivery is on the
+    // server left behind, which may no longer move. A new one, there.
+    if (moved_in_session_ && !KVFOLD_MUTANT("watch-keep-delivery-after-move")) {
+      return Status::OK();
+    }
     if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }

@@ -133,6 +133,7 @@ class WatchLoop {
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
     read_moved_ = NoteSourceMove(state.ok());
+    moved_in_session_ = moved_in_session_ || read_moved_;
     if (!state.ok()) return state;
     server_clock_.Measure(before, before_system, state->server_time_ns);
     KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
@@ -217,8 +218,9 @@ class WatchLoop {
   uint64_t fold_max_revision_ = UINT64_MAX;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
-  bool source_moved_ = false;  // since the backoff last turned
-  bool read_moved_ = false;    // the last ReadState came from a new server
+  bool source_moved_ = false;      // since the backoff last turned
+  bool read_moved_ = false;        // the last ReadState came from a new server
+  bool moved_in_session_ = false;  // a read moved the source since Pump began
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
   // Last: its callbacks read the fields above.

@@ -10,6 +10,7 @@ class SimDelivery final : public Delivery {
   SimDelivery(const SimBucket& bucket, std::vector<uint64_t> sync_seqs, uint64_t from_seq,
               Scope scope, int reset_after, int stall)
       : opened_at_(bucket.last_seq()),
+        moves_at_open_(bucket.moves()),
         bucket_(bucket),
         sync_(std::move(sync_seqs)),
         from_seq_(from_seq),
@@ -70,7 +71,11 @@ class SimDelivery final : public Delivery {
         }
       }
     }
-    for (uint64_t seq = from; seq <= log.size(); ++seq) {
+    // Opened on a server the source has since left: its copy stopped there.
+    const uint64_t end = bucket_.moves() != moves_at_open_
+                             ? std::min<uint64_t>(log.size(), bucket_.moved_at_seq())
+                             : log.size();
+    for (uint64_t seq = from; seq <= end; ++seq) {
       if (Matches(log[seq - 1])) return &log[seq - 1];
     }
     return nullptr;
@@ -94,6 +99,7 @@ class SimDelivery final : public Delivery {
   }
 
   uint64_t opened_at_;  // the stream's last sequence when the delivery opened
+  int moves_at_open_;   // the bucket's server moves when it opened
   const SimBucket& bucket_;
   std::vector<uint64_t> sync_;
   size_t sync_pos_ = 0;

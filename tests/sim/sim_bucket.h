@@ -116,6 +116,16 @@ class SimBucket final : public BucketSource {
   // The next Open counts as made on another server, after a move:
   // TakeMoveNotice then says so once.
   void MoveOnNextOpen() { move_on_open_ = true; }
+  // A move now (call it from on_read_stream: that read's answer comes from
+  // the new server). Deliveries opened before it stay on the old server,
+  // whose copy stops here: they send nothing stored after.
+  void MoveServer() {
+    move_notice_ = "moved to another simulated server";
+    ++moves_;
+    moved_at_seq_ = last_seq();
+  }
+  int moves() const { return moves_; }
+  uint64_t moved_at_seq() const { return moved_at_seq_; }
   // How often the watch reported a lagging view (NoteLaggingView).
   int lagging_views_noted() const { return lagging_noted_; }
 
@@ -197,6 +207,8 @@ class SimBucket final : public BucketSource {
   uint64_t ahead_first_seq_ = 0;
   bool move_on_open_ = false;
   std::string move_notice_;
+  int moves_ = 0;
+  uint64_t moved_at_seq_ = 0;
   int lagging_noted_ = 0;
   Clock* idle_clock_ = nullptr;
   int stall_ = 0;

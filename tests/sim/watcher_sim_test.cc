@@ -348,6 +348,42 @@ TEST(WatcherSimTest, ADeliveryOpenedAcrossAServerMoveIsDropped) {
   }));
 }
 
+// A read during a session (a floor check, a progress probe) that moved the
+// source to another server ends the session: the open delivery is on the
+// server left behind, whose copy no longer moves, while the new server
+// answers reads. Kept, the watch would sit on it; its heartbeats never
+// fail. Here the old server's delivery stops at the move and the writes
+// after it reach only the new server.
+TEST(WatcherSimTest, ASessionWhoseSourceMovedMidwayStartsOverOnTheNewServer) {
+  SimBucket b;
+  for (int i = 0; i < 5; ++i) b.Put("a.k" + std::to_string(i), "v");
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  o.until_caught_up = false;  // its target would be the head before the move
+  std::stop_source stop;      // at sequence 10, or a bound on a stalled watch
+  o.stop = stop.get_token();
+  int reads = 0;
+  int reads_at_open = 0;
+  b.on_open = [&] { reads_at_open = reads; };
+  b.on_read_stream = [&] {
+    ++reads;
+    // The session's first read after the delivery's own start check.
+    if (b.deliveries_opened() == 1 && b.moves() == 0 && reads == reads_at_open + 2) {
+      b.MoveServer();
+      for (int i = 5; i < 10; ++i) b.Put("a.k" + std::to_string(i), "w");
+    }
+    if (reads > 2000 || fold->ReadMeta()->cursor.value_or(0) == 10) stop.request_stop();
+  };
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(b.moves(), 1);
+  EXPECT_EQ(fold->ReadMeta()->cursor, 10u);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_EQ(b.deliveries_opened(), 2);
+}
+
 // A reset (gap, reconnect, slow consumer) re-opens from the last received
 // sequence; nothing is lost or applied twice.
 TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
