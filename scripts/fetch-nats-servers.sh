@@ -5,8 +5,9 @@
 # system's own nats-server stays). Debian's builds are Go binaries that
 # need only libc, so they run on Debian 12.
 #   scripts/fetch-nats-servers.sh [CACHE_DIR]
-# Prints one line per suite, "SUITE VERSION BINARY", on stdout. Idempotent:
-# a version already unpacked is not fetched again.
+# Prints one line per suite, "SUITE VERSION BINARY", on stdout, sorted by
+# version: the newest server is the last line. Idempotent: a version
+# already unpacked is not fetched again.
 #
 # The archive is the one this machine's apt already uses for Debian
 # (read from its sources), with a private sources list and state
@@ -42,6 +43,7 @@ apt_opts=(-o "Dir::Etc::sourcelist=$list" -o Dir::Etc::sourceparts=/dev/null
   -o Dir::State::status=/dev/null -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
 apt-get "${apt_opts[@]}" -qq update >&2
 
+lines=""
 for suite in trixie sid; do
   # The newest version the suite offers (madison lists every suite's).
   version=$(apt-cache "${apt_opts[@]}" madison nats-server |
@@ -64,5 +66,6 @@ for suite in trixie sid; do
   bin="$dest/usr/bin/nats-server"
   [ -x "$bin" ] || bin="$dest/usr/sbin/nats-server"
   "$bin" --version >/dev/null || { echo "fetch-nats-servers: $bin does not run here" >&2; exit 1; }
-  echo "$suite $version $bin"
+  lines+="$suite $version $bin"$'\n'
 done
+printf '%s' "$lines" | sort -V -k2

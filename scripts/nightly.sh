@@ -9,8 +9,7 @@
 #     scripts/fetch-nats-servers.sh finds one;
 #   - netfaults' cluster scenario on the system's nats-server (CI runs it
 #     on the newest);
-#   - each libFuzzer target for 10 minutes (KVFOLD_FUZZ_SECONDS), corpus
-#     kept in build-fuzz/corpus/<target>.
+#   - each libFuzzer target for 10 minutes (scripts/fuzz.sh).
 # Prints each tier's count line (`kills:`, `sim:`, `soak:`, and per target
 # libFuzzer's `Done N runs` with its coverage) and fails if any tier fails.
 #   scripts/nightly.sh [--skip-fuzz]
@@ -36,15 +35,5 @@ NETFAULTS_SCENARIOS=cluster NETFAULTS_CLUSTER_SERVER=$(command -v nats-server) s
   rc=$?
 
 [ "${1:-}" = "--skip-fuzz" ] && exit "$rc"
-CXX=clang++ CC=clang cmake -S . -B build-fuzz -DKVFOLD_BUILD_FUZZERS=ON -DKVFOLD_BUILD_BENCH=OFF \
-  -DKVFOLD_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined" >/dev/null
-for t in manifestframe chunkobject chunkrecords pointer objectmeta leaserecord foldrecord \
-  ackreply base64 objectname; do
-  cmake --build build-fuzz -j2 --target "fuzz_$t" >/dev/null
-  mkdir -p "build-fuzz/corpus/$t"
-  build-fuzz/tests/fuzz_$t -max_total_time="${KVFOLD_FUZZ_SECONDS:-600}" -print_final_stats=1 \
-    -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus/$t" 2>&1 |
-    grep -E '^(#[0-9]+ +DONE|Done [0-9]+ runs|==[0-9]+==ERROR)' | sed "s/^/fuzz $t: /"
-done
+scripts/fuzz.sh || rc=$?
 exit "$rc"

@@ -257,6 +257,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     // same fold even if history were raised meanwhile, only more messages.
     start.from_seq = std::max<uint64_t>(state.first_seq, 1);
   }
+  moved_since_open_ = false;
   auto opened = source_.Open(start, opt_.scope);
   const bool moved = NoteSourceMove(opened.ok());
   if (!opened.ok()) {
@@ -281,7 +282,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     return after.status();
   }
   // The delivery is on the old server, the state from the new: start over.
-  if (read_moved_) return Status::OK();
+  if (moved_since_open_) return Status::OK();
   NoteRetention(*after);
   CheckStart(*after);
   if (repair_cause_) {
@@ -306,7 +307,6 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
 
 Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end) {
   probe_soon_ = true;
-  moved_in_session_ = false;
   Pace pace{clock_.Now(), opt_.idle_probe};
   while (true) {
     if (opt_.stop.stop_requested() || CaughtUp()) {
@@ -348,7 +348,7 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     if (!keep) return Status::OK();
     // A floor check or probe moved the source: this delivery is on the
     // server left behind, which may no longer move. A new one, there.
-    if (moved_in_session_ && !KVFOLD_MUTANT("watch-keep-delivery-after-move")) {
+    if (moved_since_open_ && !KVFOLD_MUTANT("watch-keep-delivery-after-move")) {
       return Status::OK();
     }
     if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {

@@ -132,8 +132,7 @@ class WatchLoop {
     const auto before = clock_.Now();
     const int64_t before_system = ServerClock::SystemNs();
     auto state = source_.ReadStream();
-    read_moved_ = NoteSourceMove(state.ok());
-    moved_in_session_ = moved_in_session_ || read_moved_;
+    if (NoteSourceMove(state.ok())) moved_since_open_ = true;
     if (!state.ok()) return state;
     server_clock_.Measure(before, before_system, state->server_time_ns);
     KVFOLD_RETURN_IF_ERROR(LaggingView(*state));
@@ -218,9 +217,10 @@ class WatchLoop {
   uint64_t fold_max_revision_ = UINT64_MAX;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
-  bool source_moved_ = false;      // since the backoff last turned
-  bool read_moved_ = false;        // the last ReadState came from a new server
-  bool moved_in_session_ = false;  // a read moved the source since Pump began
+  bool source_moved_ = false;  // since the backoff last turned
+  // A ReadState came from a new server since Deliver opened the delivery
+  // (which stays on the server left behind).
+  bool moved_since_open_ = false;
   // The marker TTL windows are measured with (a raise counts late).
   core::MarkerTtl marker_ttl_;
   // Last: its callbacks read the fields above.

@@ -5,12 +5,13 @@
 // artifacts exported mid-run. After each schedule the oracles decide.
 //
 //   kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads N] [--limit N]
-//   [--verbose]
+//   [--verbose] [--count]
 //
 // Prints exactly one summary line, `sim: N schedules, M scenarios, D
 // divergences`, and exits 1 when D > 0 (the first divergences are detailed
-// on stderr). The default tier is sized for CI; --deep adds every pair of
-// commit faults and more.
+// on stderr). The default tier is sized for CI; --deep (nightly) adds every
+// pair of commit faults and every commit fault crossed with every store
+// fault, about ten times the schedules.
 
 #include <algorithm>
 #include <atomic>
@@ -844,12 +845,19 @@ std::vector<Schedule> Schedules(int commits, int ops, const std::vector<int>& sy
       }
     }
   }
-  // A commit crash, then a crash inside the store on the restart.
+  // The two fault layers crossed (--deep, ten times the CI tier): every
+  // commit fault at every commit attempt, with every store fault at every
+  // store write, before it (the run the commit fault then meets is a
+  // recovered one) or after (the retry or the restart meets it, and must
+  // not trust what the failed attempt wrote).
   if (deep) {
     for (int a = 1; a <= last; ++a) {
-      for (int at = 1; at <= ops; at += 3) {
-        out.push_back({{commit(a, Fault::kCrashBefore),
-                        Injection{true, at, Fault::kNone, EnvFault::kPowerCut}}});
+      for (Fault f : {Fault::kFailBefore, Fault::kFailAfter, Fault::kCrashBefore,
+                      Fault::kCrashAfter, Fault::kTorn}) {
+        for (int at = 1; at <= ops + 4; ++at) {
+          for (EnvFault e : kEnv)
+            out.push_back({{commit(a, f), Injection{true, at, Fault::kNone, e}}});
+        }
       }
     }
   }
@@ -866,6 +874,7 @@ struct Options {
   bool quick = false;      // single faults at batch size 1 only (the mutation runs)
   bool fail_fast = false;  // stop at the first divergence
   bool verbose = false;
+  bool count = false;  // count the schedules, run none (sizing a tier)
   std::string only;
   int threads = 4;   // a schedule waits on its watcher's threads now and then
   size_t limit = 0;  // schedules per scenario and configuration (0: all)
@@ -901,6 +910,11 @@ int Main(const Options& opt) {
   if (scenario_count == 0) {
     std::fprintf(stderr, "sim: no scenario named %s\n", opt.only.c_str());
     return 2;
+  }
+  if (opt.count) {
+    std::printf("sim: %zu schedules, %d scenarios (counted, none run)\n", jobs.size(),
+                scenario_count);
+    return 0;
   }
 
   std::atomic<size_t> next{0};
@@ -957,6 +971,8 @@ int main(int argc, char** argv) {
       opt.fail_fast = true;
     } else if (a == "--verbose") {
       opt.verbose = true;
+    } else if (a == "--count") {
+      opt.count = true;
     } else if (a == "--scenario" && i + 1 < argc) {
       opt.only = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
@@ -966,8 +982,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: kvfold_sim [--quick|--deep] [--fail-fast] [--scenario NAME] [--threads "
-                   "N] [--limit N] "
-                   "[--verbose]\n");
+                   "N] [--limit N] [--verbose] [--count]\n");
       return 2;
     }
   }

@@ -362,7 +362,7 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
     return Status::Unavailable("simulated outage");
   }
   ++opened_;
-  if (std::exchange(move_on_open_, false)) move_notice_ = "moved to another simulated server";
+  if (std::exchange(move_on_open_, false)) MoveServer();
   std::vector<uint64_t> sync;
   uint64_t from = 1;
   if (!start.from_seq) {
