@@ -68,4 +68,4 @@ for suite in trixie sid; do
   "$bin" --version >/dev/null || { echo "fetch-nats-servers: $bin does not run here" >&2; exit 1; }
   lines+="$suite $version $bin"$'\n'
 done
-printf '%s' "$lines" | sort -V -k2
+printf '%s' "$lines" | sort -b -k2,2V

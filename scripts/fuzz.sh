@@ -17,6 +17,8 @@ targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 seconds=${KVFOLD_FUZZ_SECONDS:-600}
 jobs=${KVFOLD_FUZZ_JOBS:-1}
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: KVFOLD_FUZZ_SECONDS must be a positive number, not '$seconds'" >&2; exit 2; }
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: KVFOLD_FUZZ_JOBS must be a positive number, not '$jobs'" >&2; exit 2; }
 
 CXX=clang++ CC=clang cmake -S . -B build-fuzz -DKVFOLD_BUILD_FUZZERS=ON -DKVFOLD_BUILD_BENCH=OFF \
   -DKVFOLD_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \

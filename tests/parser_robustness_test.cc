@@ -167,6 +167,53 @@ TEST(ParserRobustnessTest, ObjectName) {
   Hammer({"00000000000000000042-abcdef/manifest.pb", "a/../b", "LATEST"}, fuzz::ObjectName);
 }
 
+std::string ReadCorpusFile(const std::string& target, const std::string& name) {
+  std::ifstream in(std::string(KVFOLD_SOURCE_DIR) + "/tests/fuzz/corpus/" + target + "/" + name,
+                   std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// The valid seeds stay valid: a format change that left them behind would
+// turn them into shallow inputs without a word.
+TEST(ParserRobustnessTest, FuzzSeedsDecode) {
+  wire::ManifestEnvelope envelope;
+  wire::Manifest manifest;
+  EXPECT_TRUE(artifact::DecodeManifestFrame(ReadCorpusFile("manifestframe", "golden-v1-manifest"),
+                                            "seed", &envelope, &manifest)
+                  .ok());
+  EXPECT_TRUE(envelope.ParseFromString(ReadCorpusFile("manifestenvelope", "golden-v1-envelope")));
+  EXPECT_EQ(artifact::EncodeManifestFrame(envelope),
+            ReadCorpusFile("manifestframe", "golden-v1-manifest"));
+  for (const char* chunk : {"golden-v1-chunk0", "golden-v1-chunk1"}) {
+    const std::string raw = ReadCorpusFile("chunkrecords", std::string(chunk) + "-raw");
+    auto decompressed =
+        artifact::Decompress(ReadCorpusFile("chunkobject", chunk), raw.size(), "seed");
+    ASSERT_TRUE(decompressed.ok()) << chunk << ": " << decompressed.status().ToString();
+    EXPECT_EQ(*decompressed, raw) << chunk;
+    int records = 0;
+    EXPECT_TRUE(
+        artifact::ForEachRecord(raw, "seed", [&](std::string_view, uint64_t, std::string_view) {
+          ++records;
+          return Status::OK();
+        }).ok());
+    EXPECT_GT(records, 0) << chunk;
+  }
+  EXPECT_TRUE(artifact::DecodePointer(ReadCorpusFile("pointer", "golden-v1-latest"), "seed").ok());
+  EXPECT_TRUE(artifact::ParseObjectMeta(ReadCorpusFile("objectmeta", "valid"), "seed").ok());
+  EXPECT_TRUE(nats::DecodeLeaseRecord(ReadCorpusFile("leaserecord", "valid"), "seed").ok());
+  Entry entry;
+  EXPECT_TRUE(store::DecodeEntry(ReadCorpusFile("foldrecord", "entry"), &entry).ok());
+  EXPECT_EQ(entry.revision, 5u);
+  std::vector<std::string> list;
+  EXPECT_TRUE(store::DecodeStringList(ReadCorpusFile("foldrecord", "list"), &list).ok());
+  EXPECT_EQ(list, (std::vector<std::string>{"a.", ""}));
+  uint64_t u = 0;
+  EXPECT_TRUE(store::DecodeU64(ReadCorpusFile("foldrecord", "u64"), &u).ok());
+  EXPECT_EQ(u, 99u);
+}
+
 // Every input kept in tests/fuzz/corpus/<target>: the seeds scripts/fuzz.sh
 // starts from and each crash it ever found (kept there once fixed), run
 // through its target, under ASan+UBSan in CI.

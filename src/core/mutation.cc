@@ -19,21 +19,22 @@ constexpr const char* kKnown[] = {
     "marker-ttl-raise-at-once",     // marker TTL: a raise counts for markers written before it
     "floor-skip-midwatch",          // watcher: the mid-watch floor check never trips
     "watch-keep-delivery-after-move",  // watcher: a session goes on after a read moved the source
-    "probe-ignore-in-flight",          // catch-up proof: cursor jumps over messages in flight
-    "batch-drop-on-failure",           // watcher: a failed commit loses its batch
-    "repair-skip-flush",               // watcher: repairs without flushing what was received
-    "retention-listing-always-truth",  // retention: a listing is trusted after eviction
-    "choose-relist-on-evicting",       // policy: relist runs where the listing is not truth
-    "restore-ignore-identity",         // restore: an artifact of another stream is used
-    "restore-ignore-scope",            // restore: an artifact of a narrower scope is used
-    "restore-ignore-ahead",            // restore: a stale artifact is used
-    "restore-ignore-retention",        // restore: an artifact outside retention is used
-    "restore-ignore-marker-window",    // restore: an artifact older than the marker TTL is used
-    "restore-artifact-always-wins",    // restore: an older artifact entry replaces a newer one
-    "restore-delete-listed",           // restore: a key the bucket lists live is deleted
-    "repair-never-deletes",            // relist/restore: unlisted keys are kept
-    "relist-skip-recheck",             // relist: retention is not read again after the listing
-    "repair-skip-last-check",          // relist/restore: a key the listing raced is deleted
+    "watch-keep-delivery-after-start-move",  // watcher: a delivery's start check moved the source
+    "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
+    "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
+    "repair-skip-flush",                     // watcher: repairs without flushing what was received
+    "retention-listing-always-truth",        // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",             // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",               // restore: an artifact of another stream is used
+    "restore-ignore-scope",                  // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",                  // restore: a stale artifact is used
+    "restore-ignore-retention",              // restore: an artifact outside retention is used
+    "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
+    "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
+    "restore-delete-listed",              // restore: a key the bucket lists live is deleted
+    "repair-never-deletes",               // relist/restore: unlisted keys are kept
+    "relist-skip-recheck",                // relist: retention is not read again after the listing
+    "repair-skip-last-check",             // relist/restore: a key the listing raced is deleted
     "repair-delete-at-listing-revision",  // relist/restore: a raced delete's tombstone predates it
     "restore-ignore-artifact-scope",      // restore: a wider artifact's keys outside the scope land
     "commit-failures-never-reset",        // watcher: separated commit failures count as consecutive

@@ -282,7 +282,9 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
     return after.status();
   }
   // The delivery is on the old server, the state from the new: start over.
-  if (moved_since_open_) return Status::OK();
+  if (moved_since_open_ && !KVFOLD_MUTANT("watch-keep-delivery-after-start-move")) {
+    return Status::OK();
+  }
   NoteRetention(*after);
   CheckStart(*after);
   if (repair_cause_) {

@@ -66,6 +66,16 @@ struct Schedule {
       n += (n.empty() ? "" : "+") + std::string("persistent@run") + std::to_string(persistent_run);
     return n.empty() ? "no-fault" : n;
   }
+  // The name without the points: "crash-before+power-cut", a divergence's kind.
+  std::string Kind() const {
+    std::string k;
+    for (const auto& f : faults) {
+      if (!k.empty()) k += "+";
+      k += f.env ? EnvFaultName(f.file) : FaultName(f.commit);
+    }
+    if (persistent_run > 0) k += (k.empty() ? "" : "+") + std::string("persistent");
+    return k.empty() ? "no-fault" : k;
+  }
 };
 
 struct Config {
@@ -874,7 +884,7 @@ struct Options {
   bool quick = false;      // single faults at batch size 1 only (the mutation runs)
   bool fail_fast = false;  // stop at the first divergence
   bool verbose = false;
-  bool count = false;  // count the schedules, run none (sizing a tier)
+  bool count = false;  // count the schedules, run only the clean runs (sizing a tier)
   std::string only;
   int threads = 4;   // a schedule waits on its watcher's threads now and then
   size_t limit = 0;  // schedules per scenario and configuration (0: all)
@@ -912,8 +922,8 @@ int Main(const Options& opt) {
     return 2;
   }
   if (opt.count) {
-    std::printf("sim: %zu schedules, %d scenarios (counted, none run)\n", jobs.size(),
-                scenario_count);
+    std::printf("sim: %zu schedules, %d scenarios (counted; only the clean runs ran)\n",
+                jobs.size(), scenario_count);
     return 0;
   }
 
@@ -931,7 +941,7 @@ int Main(const Options& opt) {
       if (d.empty()) continue;
       {
         std::lock_guard lock(out_mu);
-        const std::string kind = j.schedule.Name().substr(0, j.schedule.Name().find('@'));
+        const std::string kind = j.schedule.Kind();
         ++by_kind[std::string(j.scenario->name) + " " + kind];
       }
       if (diverged++ < 10) {

@@ -384,6 +384,44 @@ TEST(WatcherSimTest, ASessionWhoseSourceMovedMidwayStartsOverOnTheNewServer) {
   EXPECT_EQ(b.deliveries_opened(), 2);
 }
 
+// The same move seen by the delivery's own start check, the read right
+// after the consumer exists: that delivery is on the server left behind
+// and its start was checked against the new one's state. Nothing it
+// delivers is folded; a session on the new server starts over.
+TEST(WatcherSimTest, ADeliveryWhoseStartCheckMovedTheSourceIsDropped) {
+  SimBucket b;
+  for (int i = 0; i < 5; ++i) b.Put("a.k" + std::to_string(i), "v");
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  o.until_caught_up = false;  // its target would be the head before the move
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int reads = 0;
+  int reads_at_open = 0;
+  size_t folded_at_second_open = SIZE_MAX;
+  b.on_open = [&] {
+    reads_at_open = reads;
+    if (b.deliveries_opened() == 2) folded_at_second_open = LiveEntries(*fold).size();
+  };
+  b.on_read_stream = [&] {
+    ++reads;
+    if (b.deliveries_opened() == 1 && b.moves() == 0 && reads == reads_at_open + 1) {
+      b.MoveServer();
+      for (int i = 5; i < 10; ++i) b.Put("a.k" + std::to_string(i), "w");
+    }
+    if (reads > 2000 || fold->ReadMeta()->cursor.value_or(0) == 10) stop.request_stop();
+  };
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(b.moves(), 1);
+  EXPECT_EQ(b.deliveries_opened(), 2);
+  EXPECT_EQ(folded_at_second_open, 0u);
+  EXPECT_EQ(fold->ReadMeta()->cursor, 10u);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
 // A reset (gap, reconnect, slow consumer) re-opens from the last received
 // sequence; nothing is lost or applied twice.
 TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
