@@ -354,29 +354,47 @@ TEST(WatcherSimTest, ADeliveryOpenedAcrossAServerMoveIsDropped) {
 // answers reads. Kept, the watch would sit on it; its heartbeats never
 // fail. Here the old server's delivery stops at the move and the writes
 // after it reach only the new server.
-TEST(WatcherSimTest, ASessionWhoseSourceMovedMidwayStartsOverOnTheNewServer) {
-  SimBucket b;
+// Watches 5 keys on `b` until the cursor reaches 10 (or a bound on a
+// stalled watch). The first delivery's `reads_after_open`-th stream read
+// moves the source to a new server, which then takes 5 more writes.
+struct MovedWatch {
+  RunResult run;
+  size_t folded_at_second_open = SIZE_MAX;  // live keys when the next delivery opened
+};
+MovedWatch WatchMovingAtRead(SimBucket& b, Fold& fold, int reads_after_open) {
   for (int i = 0; i < 5; ++i) b.Put("a.k" + std::to_string(i), "v");
-  auto fold = NewMemoryFold();
   WatchOptions o = FastOptions();
   sim::InstantSleepClock clock;
   o.clock = &clock;
   o.until_caught_up = false;  // its target would be the head before the move
-  std::stop_source stop;      // at sequence 10, or a bound on a stalled watch
+  std::stop_source stop;
   o.stop = stop.get_token();
+  MovedWatch w;
   int reads = 0;
   int reads_at_open = 0;
-  b.on_open = [&] { reads_at_open = reads; };
+  b.on_open = [&] {
+    reads_at_open = reads;
+    if (b.deliveries_opened() == 2) w.folded_at_second_open = LiveEntries(fold).size();
+  };
   b.on_read_stream = [&] {
     ++reads;
-    // The session's first read after the delivery's own start check.
-    if (b.deliveries_opened() == 1 && b.moves() == 0 && reads == reads_at_open + 2) {
+    if (b.deliveries_opened() == 1 && b.moves() == 0 && reads == reads_at_open + reads_after_open) {
       b.MoveServer();
       for (int i = 5; i < 10; ++i) b.Put("a.k" + std::to_string(i), "w");
     }
-    if (reads > 2000 || fold->ReadMeta()->cursor.value_or(0) == 10) stop.request_stop();
+    if (reads > 2000 || fold.ReadMeta()->cursor.value_or(0) == 10) stop.request_stop();
   };
-  RunResult r = RunWatch(b, *fold, o);
+  w.run = RunWatch(b, fold, o);
+  b.on_open = nullptr;
+  b.on_read_stream = nullptr;
+  return w;
+}
+
+TEST(WatcherSimTest, ASessionWhoseSourceMovedMidwayStartsOverOnTheNewServer) {
+  SimBucket b;
+  auto fold = NewMemoryFold();
+  // The session's first read after the delivery's own start check.
+  RunResult r = WatchMovingAtRead(b, *fold, 2).run;
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_EQ(b.moves(), 1);
   EXPECT_EQ(fold->ReadMeta()->cursor, 10u);
@@ -390,34 +408,12 @@ TEST(WatcherSimTest, ASessionWhoseSourceMovedMidwayStartsOverOnTheNewServer) {
 // delivers is folded; a session on the new server starts over.
 TEST(WatcherSimTest, ADeliveryWhoseStartCheckMovedTheSourceIsDropped) {
   SimBucket b;
-  for (int i = 0; i < 5; ++i) b.Put("a.k" + std::to_string(i), "v");
   auto fold = NewMemoryFold();
-  WatchOptions o = FastOptions();
-  sim::InstantSleepClock clock;
-  o.clock = &clock;
-  o.until_caught_up = false;  // its target would be the head before the move
-  std::stop_source stop;
-  o.stop = stop.get_token();
-  int reads = 0;
-  int reads_at_open = 0;
-  size_t folded_at_second_open = SIZE_MAX;
-  b.on_open = [&] {
-    reads_at_open = reads;
-    if (b.deliveries_opened() == 2) folded_at_second_open = LiveEntries(*fold).size();
-  };
-  b.on_read_stream = [&] {
-    ++reads;
-    if (b.deliveries_opened() == 1 && b.moves() == 0 && reads == reads_at_open + 1) {
-      b.MoveServer();
-      for (int i = 5; i < 10; ++i) b.Put("a.k" + std::to_string(i), "w");
-    }
-    if (reads > 2000 || fold->ReadMeta()->cursor.value_or(0) == 10) stop.request_stop();
-  };
-  RunResult r = RunWatch(b, *fold, o);
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  MovedWatch w = WatchMovingAtRead(b, *fold, 1);
+  ASSERT_TRUE(w.run.status.ok()) << w.run.status.ToString();
   EXPECT_EQ(b.moves(), 1);
   EXPECT_EQ(b.deliveries_opened(), 2);
-  EXPECT_EQ(folded_at_second_open, 0u);
+  EXPECT_EQ(w.folded_at_second_open, 0u);
   EXPECT_EQ(fold->ReadMeta()->cursor, 10u);
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
 }
