@@ -167,12 +167,15 @@ TEST(ParserRobustnessTest, ObjectName) {
   Hammer({"00000000000000000042-abcdef/manifest.pb", "a/../b", "LATEST"}, fuzz::ObjectName);
 }
 
-std::string ReadCorpusFile(const std::string& target, const std::string& name) {
-  std::ifstream in(std::string(KVFOLD_SOURCE_DIR) + "/tests/fuzz/corpus/" + target + "/" + name,
-                   std::ios::binary);
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream bytes;
   bytes << in.rdbuf();
   return bytes.str();
+}
+
+std::string ReadCorpusFile(const std::string& target, const std::string& name) {
+  return ReadFile(std::string(KVFOLD_SOURCE_DIR) + "/tests/fuzz/corpus/" + target + "/" + name);
 }
 
 // The valid seeds stay valid: a format change that left them behind would
@@ -236,11 +239,8 @@ TEST(ParserRobustnessTest, FuzzCorpusReplays) {
   for (const auto& [name, target] : targets) {
     ASSERT_TRUE(fs::is_directory(root / name)) << "no corpus for fuzz target " << name;
     for (const auto& file : fs::directory_iterator(root / name)) {
-      std::ifstream in(file.path(), std::ios::binary);
-      std::stringstream bytes;
-      bytes << in.rdbuf();
       SCOPED_TRACE(file.path().string());
-      target(bytes.str());
+      target(ReadFile(file.path()));
       ++inputs;
     }
   }
