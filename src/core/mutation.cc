@@ -20,6 +20,8 @@ constexpr const char* kKnown[] = {
     "floor-skip-midwatch",          // watcher: the mid-watch floor check never trips
     "watch-keep-delivery-after-move",  // watcher: a session goes on after a read moved the source
     "watch-keep-delivery-after-start-move",  // watcher: a delivery's start check moved the source
+    "delivery-forget-stranded-consumer",     // delivery: an unanswered consumer delete is dropped
+    "bucket-keep-stranded-consumers",        // bucket: stranded consumers are never deleted again
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
     "repair-skip-flush",                     // watcher: repairs without flushing what was received

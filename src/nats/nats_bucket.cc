@@ -13,6 +13,7 @@
 #include "nats/nats_connection.h"
 #include "nats/ordered_delivery.h"
 #include "nats/server_strikes.h"
+#include "nats/stranded_consumers.h"
 #include "nats/stream_quorum.h"
 
 namespace kvfold {
@@ -43,6 +44,14 @@ class NatsBucket final : public BucketSource {
         options_(std::move(options)),
         bucket_(std::move(bucket)),
         stream_(nats::StreamName(bucket_)) {}
+
+  // Consumers stranded on a server this bucket moved off, or that could
+  // not answer, get one last try on the current one (best effort: the
+  // server's inactive threshold is what remains).
+  ~NatsBucket() override {
+    stranded_->Rearm();  // the last chance: no wait earned before counts
+    DeleteStranded();
+  }
 
   const std::string& bucket() const override { return bucket_; }
 
@@ -226,6 +235,7 @@ class NatsBucket final : public BucketSource {
     cfg.filters = nats::ScopeFilters(bucket_, scope);
     cfg.headers_only = headers_only;
     cfg.strikes = strikes_;
+    cfg.stranded = stranded_;
     return nats::OrderedDelivery::Open(conn_, std::move(cfg), &multi_filter_);
   }
 
@@ -242,14 +252,26 @@ class NatsBucket final : public BucketSource {
       (void)MoveOff("a delivery went silent, or its view of the stream lagged");
     }
     auto r = call();
+    // The server just served: a good time to delete what another left.
+    if (r.ok()) DeleteStranded();
     if (r.ok() || !r.status().IsUnavailable()) return r;
     strikes_->Add(nats::ServerStrikes::kUnanswered);
     if (!listed || !strikes_->ShouldMove()) return r;
     Status moved = MoveOff(r.status().message());
     if (!moved.ok()) return r.status().WithContext(moved.message());
     r = call();
+    if (r.ok()) DeleteStranded();
     if (!r.ok() && r.status().IsUnavailable()) strikes_->Add(nats::ServerStrikes::kUnanswered);
     return r;
+  }
+
+  void DeleteStranded() {
+    if (KVFOLD_MUTANT("bucket-keep-stranded-consumers")) return;
+    (void)stranded_->DeleteHeld(
+        nats::StrandedConsumers::Clock::now(),
+        [this](const std::string& stream, const std::string& consumer) {
+          return conn_->ApiRequest("CONSUMER.DELETE." + stream + "." + consumer, nullptr).status();
+        });
   }
 
   // Connects to another server of the list (REQUIRES: several), those
@@ -278,6 +300,7 @@ class NatsBucket final : public BucketSource {
     conn_ = std::move(moved).value();
     // A fresh count: deliveries still open on the old server keep the old.
     strikes_ = std::make_shared<nats::ServerStrikes>();
+    stranded_->Rearm();
     moved_ = named + " is failing (" + why + "): moved to " + conn_->ConnectedServer();
     return Status::OK();
   }
@@ -288,6 +311,7 @@ class NatsBucket final : public BucketSource {
   std::string stream_;
   bool multi_filter_ = true;  // until a server shows it ignores filter_subjects
   std::shared_ptr<nats::ServerStrikes> strikes_ = std::make_shared<nats::ServerStrikes>();
+  std::shared_ptr<nats::StrandedConsumers> stranded_ = std::make_shared<nats::StrandedConsumers>();
   std::string moved_;              // the last move, until TakeMoveNotice
   std::vector<std::string> left_;  // servers moved off, the latest last
 };

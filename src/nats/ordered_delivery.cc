@@ -138,9 +138,14 @@ Status OrderedDelivery::Create(const std::vector<std::string>& filters, bool* fi
 
 void OrderedDelivery::DeleteConsumer() {
   if (consumer_.empty()) return;
-  // Best effort: after a server restart the consumer is already gone, and
-  // the inactive threshold removes it if this request is lost.
-  (void)conn_->ApiRequest("CONSUMER.DELETE." + stream_ + "." + consumer_, nullptr);
+  // After a server restart the consumer is already gone (NotFound). One
+  // this server cannot delete now is deleted again over a connection that
+  // serves (StrandedConsumers).
+  auto deleted = conn_->ApiRequest("CONSUMER.DELETE." + stream_ + "." + consumer_, nullptr);
+  if (!deleted.ok() && deleted.status().IsUnavailable() && config_.stranded &&
+      !KVFOLD_MUTANT("delivery-forget-stranded-consumer")) {
+    config_.stranded->Add(stream_, consumer_);
+  }
   consumer_.clear();
 }
 

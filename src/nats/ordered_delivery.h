@@ -16,6 +16,7 @@
 #include "kvfold/bucket.h"
 #include "nats/nats_connection.h"
 #include "nats/server_strikes.h"
+#include "nats/stranded_consumers.h"
 
 namespace kvfold::nats {
 
@@ -27,6 +28,8 @@ struct OrderedDeliveryConfig {
   std::chrono::milliseconds heartbeat{5000};
   // Told of each sign of life and of silence (may be null).
   std::shared_ptr<ServerStrikes> strikes;
+  // Given the consumer when its delete goes unanswered (may be null).
+  std::shared_ptr<StrandedConsumers> stranded;
 };
 
 class OrderedDelivery final : public Delivery {

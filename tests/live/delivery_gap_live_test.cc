@@ -228,6 +228,53 @@ TEST_F(DeliveryGapLiveTest, LastMessageLostBeforeASilenceIsCaughtByTheIdleHeartb
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("hb"));
 }
 
+// Invariant: a consumer whose delete the server did not answer (a cluster
+// node cut off from its peers loses it) is deleted again over a server that
+// serves, not left to the server's inactive threshold, which a cluster may
+// not apply after a heal. Here the proxy loses the delete of the consumer a
+// gap broke; the watch's next request that the server answers deletes it,
+// long before the 30 s threshold could.
+TEST_F(DeliveryGapLiveTest, AConsumerWhoseDeleteWasLostIsDeletedAgain) {
+  kv_.CreateBucket("lost");
+  for (int i = 0; i < 5; ++i) kv_.Put("lost", "k" + std::to_string(i), "v");
+  auto source = SourceThroughProxy("lost");
+  auto fold = OpenFold();
+  WatchOptions o = Recorded();
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  Status watch_status;
+  std::thread watch([&] { watch_status = Watch(*source, *fold, o); });
+  WaitForCursor(*fold, 5, std::chrono::seconds(5));
+  ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
+
+  proxy_.LoseConsumerDeletes(true);
+  proxy_.DropNextDelivery("$KV.lost.k5");  // seq 6: the gap breaks the consumer
+  for (int i = 5; i < 10; ++i) kv_.Put("lost", "k" + std::to_string(i), "w");
+  // The broken consumer's delete is lost; the watch waits out its timeout.
+  const auto lost_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (proxy_.lost_deletes() == 0 && std::chrono::steady_clock::now() < lost_by) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  proxy_.LoseConsumerDeletes(false);
+  EXPECT_EQ(proxy_.lost_deletes(), 1);
+  WaitForCursor(*fold, 10, std::chrono::seconds(15));
+  kv_.Put("lost", "k10", "w");  // more traffic: more requests the server answers
+  // A bound, not a target: only the live consumer is left.
+  const auto deleted_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (ConsumerCount("lost") != 1 && std::chrono::steady_clock::now() < deleted_by) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_EQ(ConsumerCount("lost"), 1u) << Log();
+  stop.request_stop();
+  watch.join();
+  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  EXPECT_EQ(ConsumerCount("lost"), 0u);
+  EXPECT_EQ(proxy_.dropped(), 1);
+  EXPECT_EQ(fold->ReadMeta()->cursor, 11u);
+  EXPECT_EQ(Revisions(), Range(1, 11));
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("lost"));
+}
+
 // Apart from the delivery-gap tests (not in the mutation runner's live
 // filter): this one waits out two silences of three heartbeats (about 30 s).
 class SilentServerLiveTest : public DeliveryGapLiveTest {};

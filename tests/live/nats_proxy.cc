@@ -48,6 +48,28 @@ std::vector<std::string_view> Fields(std::string_view line) {
   return out;
 }
 
+// Where the frame whose first line ends at `eol` ends, for a frame with a
+// payload: `ops` names its two operations (MSG and HMSG, or PUB and HPUB),
+// whose last field is the payload's size. npos while incomplete. A line
+// that does not parse stops the test: the proxy would corrupt the stream.
+size_t PayloadFrameEnd(std::string_view b, size_t eol, const std::vector<std::string_view>& f,
+                       size_t with_reply, std::string_view line) {
+  if (f.size() != with_reply && f.size() != with_reply - 1) {
+    std::fprintf(stderr, "nats proxy: unparsable line: %.*s\n", static_cast<int>(line.size()),
+                 line.data());
+    std::abort();
+  }
+  size_t total = 0;
+  const std::string_view size = f.back();
+  if (std::from_chars(size.data(), size.data() + size.size(), total).ec != std::errc()) {
+    std::fprintf(stderr, "nats proxy: bad size in: %.*s\n", static_cast<int>(line.size()),
+                 line.data());
+    std::abort();
+  }
+  const size_t end = eol + 2 + total + 2;  // payload, then its CRLF
+  return b.size() < end ? std::string_view::npos : end;
+}
+
 void NoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -157,8 +179,12 @@ void NatsProxy::AcceptLoop() {
 
 // Either side closing closes the other, as a real connection loss would.
 void NatsProxy::CopyUp(Link* link) {
-  std::string buf;
-  while (ReadSome(link->client, &buf) && SendAll(link->server, buf)) buf.clear();
+  std::string buf, out;
+  while (ReadSome(link->client, &buf)) {
+    FilterClientBytes(&buf, &out);
+    if (!SendAll(link->server, out)) break;
+    out.clear();
+  }
   shutdown(link->server, SHUT_RDWR);
   shutdown(link->client, SHUT_RDWR);
 }
@@ -192,25 +218,42 @@ void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
     // HMSG <subject> <sid> [reply] <#header bytes> <#total bytes>
     const auto f = Fields(line);
     const size_t with_reply = msg ? 5 : 6;
-    if (f.size() != with_reply && f.size() != with_reply - 1) {
-      std::fprintf(stderr, "nats proxy: unparsable line from the server: %.*s\n",
-                   static_cast<int>(line.size()), line.data());
-      std::abort();
-    }
-    size_t total = 0;
-    const std::string_view size = f.back();
-    if (std::from_chars(size.data(), size.data() + size.size(), total).ec != std::errc()) {
-      std::fprintf(stderr, "nats proxy: bad size in: %.*s\n", static_cast<int>(line.size()),
-                   line.data());
-      std::abort();
-    }
-    const size_t end = eol + 2 + total + 2;  // payload, then its CRLF
-    if (b.size() < end) break;               // the rest is still on its way
+    const size_t end = PayloadFrameEnd(b, eol, f, with_reply, line);
+    if (end == std::string_view::npos) break;  // the rest is still on its way
     const std::string_view reply = f.size() == with_reply ? f[3] : std::string_view();
     const std::string_view frame(b.data() + start, end - start);
     if (Silenced(reply, frame, hmsg ? eol + 2 - start : std::string_view::npos)) {
       ++dropped_;
     } else if (!TakeDrop(f[1], reply)) {
+      out->append(b, start, end - start);
+    }
+    start = end;
+  }
+  buffer->erase(0, start);
+}
+
+void NatsProxy::FilterClientBytes(std::string* buffer, std::string* out) {
+  const std::string& b = *buffer;
+  size_t start = 0;
+  while (true) {
+    const size_t eol = b.find("\r\n", start);
+    if (eol == std::string::npos) break;
+    const std::string_view line(b.data() + start, eol - start);
+    const bool pub = line.starts_with("PUB ");
+    const bool hpub = line.starts_with("HPUB ");
+    if (!pub && !hpub) {  // CONNECT, SUB, UNSUB, PING, PONG: one line each
+      out->append(b, start, eol + 2 - start);
+      start = eol + 2;
+      continue;
+    }
+    // PUB <subject> [reply] <#bytes>
+    // HPUB <subject> [reply] <#header bytes> <#total bytes>
+    const auto f = Fields(line);
+    const size_t end = PayloadFrameEnd(b, eol, f, pub ? 4 : 5, line);
+    if (end == std::string_view::npos) break;  // the rest is still on its way
+    if (losing_deletes_ && f[1].starts_with("$JS.API.CONSUMER.DELETE.")) {
+      ++lost_deletes_;
+    } else {
       out->append(b, start, end - start);
     }
     start = end;

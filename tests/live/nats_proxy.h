@@ -2,10 +2,11 @@
 // port. Bytes pass both ways untouched, except that it can be told to drop
 // one message the server delivers to a JetStream consumer: the lost message
 // the ordered consumer's sequence and heartbeat checks exist for, which no
-// real server produces on demand.
+// real server produces on demand; and a client's consumer deletes, as a
+// node cut off from its cluster loses them.
 //
-// Only the server->client direction is parsed (MSG and HMSG frames, read
-// whole across partial reads); everything else is forwarded as it arrives.
+// Frames are read whole across partial reads: MSG and HMSG from the
+// server, PUB and HPUB from a client; every other line passes as it is.
 //
 // Thread safety: all methods may be called from any thread.
 
@@ -43,6 +44,11 @@ class NatsProxy {
   // while the connection stays up and API requests are answered, as on a
   // cluster node that lost its peers but still answers from its stale copy.
   void SilenceDeliveries(bool on) { silenced_ = on; }
+  // While on, drops every request a client sends to delete a consumer
+  // ($JS.API.CONSUMER.DELETE.…): the client waits out its timeout.
+  void LoseConsumerDeletes(bool on) { losing_deletes_ = on; }
+  // Consumer deletes dropped so far.
+  int lost_deletes() const { return lost_deletes_.load(); }
   // Messages dropped so far.
   int dropped() const { return dropped_.load(); }
   // Client connections accepted so far.
@@ -52,6 +58,8 @@ class NatsProxy {
   // dropped one; an incomplete tail stays in *buffer for the next read.
   // Public for the proxy's own parsing test.
   void FilterServerBytes(std::string* buffer, std::string* out);
+  // The same for what a client sends, minus a lost consumer delete.
+  void FilterClientBytes(std::string* buffer, std::string* out);
 
  private:
   struct Link {
@@ -76,6 +84,8 @@ class NatsProxy {
   std::atomic<int> dropped_{0};
   std::atomic<int> accepted_{0};
   std::atomic<bool> silenced_{false};
+  std::atomic<bool> losing_deletes_{false};
+  std::atomic<int> lost_deletes_{0};
   std::thread acceptor_;
   std::mutex mu_;
   std::optional<std::string> drop_subject_;   // guarded by mu_
