@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,24 +83,36 @@ TEST(StrandedConsumersTest, RearmLetsTheNextServerTryAtOnce) {
   EXPECT_EQ(s.DeleteHeld(t0 + std::chrono::seconds(1), ok.fn()), 1u);
 }
 
-TEST(StrandedConsumersTest, NoneIsHeldForever) {
+// A server that never answers is asked ever less often, but the consumer
+// is not given up for it: it must still go when the node rejoins.
+TEST(StrandedConsumersTest, TheWaitDoublesUpToItsBoundAndNoneIsGivenUpForSilence) {
   StrandedConsumers s;
   s.Add("KV_a", "c1");
   Deleter down(Status::Unavailable("timeout"));
   auto t = Clock::now();
-  for (int i = 0; i < StrandedConsumers::kMaxTries; ++i) {
-    EXPECT_EQ(s.held(), 1u);
+  std::chrono::seconds wait = StrandedConsumers::kRetryAfter;
+  for (int round = 0; round < 8; ++round) {
     (void)s.DeleteHeld(t, down.fn());
-    t += StrandedConsumers::kRetryAfter;
+    EXPECT_EQ(down.asked.size(), static_cast<size_t>(round + 1));
+    (void)s.DeleteHeld(t + wait - std::chrono::seconds(1), down.fn());
+    EXPECT_EQ(down.asked.size(), static_cast<size_t>(round + 1)) << "asked within the wait";
+    t += wait;
+    wait = std::min(wait * 2, StrandedConsumers::kMaxWait);
   }
+  EXPECT_EQ(wait, StrandedConsumers::kMaxWait);
+  EXPECT_EQ(s.held(), 1u);
+  Deleter ok;
+  EXPECT_EQ(s.DeleteHeld(t, ok.fn()), 1u);
   EXPECT_EQ(s.held(), 0u);
-  EXPECT_EQ(down.asked.size(), static_cast<size_t>(StrandedConsumers::kMaxTries));
+}
 
+TEST(StrandedConsumersTest, BeyondTheBoundTheOldestAreGivenUp) {
+  StrandedConsumers s;
   for (size_t i = 0; i < StrandedConsumers::kMaxHeld + 3; ++i) s.Add("KV_a", std::to_string(i));
   EXPECT_EQ(s.held(), StrandedConsumers::kMaxHeld);
   Deleter ok;
-  (void)s.DeleteHeld(t, ok.fn());
-  EXPECT_EQ(ok.asked.front(), "KV_a.3");  // the oldest were given up
+  EXPECT_EQ(s.DeleteHeld(Clock::now(), ok.fn()), StrandedConsumers::kMaxHeld);
+  EXPECT_EQ(ok.asked.front(), "KV_a.3");
 }
 
 }  // namespace

@@ -46,10 +46,12 @@ class NatsBucket final : public BucketSource {
         stream_(nats::StreamName(bucket_)) {}
 
   // Consumers stranded on a server this bucket moved off, or that could
-  // not answer, get one last try on the current one (best effort: the
-  // server's inactive threshold is what remains).
+  // not answer, get one last try on the current one, even within a wait an
+  // unanswered round earned: closing may then take one request timeout
+  // more. Best effort: the server's inactive threshold is what remains.
+  // Deliveries still open hold the list on, but no one asks it again.
   ~NatsBucket() override {
-    stranded_->Rearm();  // the last chance: no wait earned before counts
+    stranded_->Rearm();
     DeleteStranded();
   }
 
@@ -251,16 +253,19 @@ class NatsBucket final : public BucketSource {
     if (listed && strikes_->ShouldMove()) {
       (void)MoveOff("a delivery went silent, or its view of the stream lagged");
     }
+    // The last call here was answered: a good time to delete what was
+    // stranded. Before the call, not after it: a stalled request must not
+    // come between a stream read (or a delivery's opening) and its use.
+    if (answered_) DeleteStranded();
     auto r = call();
-    // The server just served: a good time to delete what another left.
-    if (r.ok()) DeleteStranded();
+    answered_ = r.ok();
     if (r.ok() || !r.status().IsUnavailable()) return r;
     strikes_->Add(nats::ServerStrikes::kUnanswered);
     if (!listed || !strikes_->ShouldMove()) return r;
     Status moved = MoveOff(r.status().message());
     if (!moved.ok()) return r.status().WithContext(moved.message());
     r = call();
-    if (r.ok()) DeleteStranded();
+    answered_ = r.ok();
     if (!r.ok() && r.status().IsUnavailable()) strikes_->Add(nats::ServerStrikes::kUnanswered);
     return r;
   }
@@ -301,6 +306,7 @@ class NatsBucket final : public BucketSource {
     // A fresh count: deliveries still open on the old server keep the old.
     strikes_ = std::make_shared<nats::ServerStrikes>();
     stranded_->Rearm();
+    answered_ = false;  // until this server answers
     moved_ = named + " is failing (" + why + "): moved to " + conn_->ConnectedServer();
     return Status::OK();
   }
@@ -312,6 +318,7 @@ class NatsBucket final : public BucketSource {
   bool multi_filter_ = true;  // until a server shows it ignores filter_subjects
   std::shared_ptr<nats::ServerStrikes> strikes_ = std::make_shared<nats::ServerStrikes>();
   std::shared_ptr<nats::StrandedConsumers> stranded_ = std::make_shared<nats::StrandedConsumers>();
+  bool answered_ = false;          // the last Served call succeeded
   std::string moved_;              // the last move, until TakeMoveNotice
   std::vector<std::string> left_;  // servers moved off, the latest last
 };

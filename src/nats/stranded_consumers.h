@@ -15,6 +15,7 @@
 #ifndef KVFOLD_NATS_STRANDED_CONSUMERS_H_
 #define KVFOLD_NATS_STRANDED_CONSUMERS_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -34,13 +35,15 @@ class StrandedConsumers {
   using DeleteFn = std::function<Status(const std::string& stream, const std::string& consumer)>;
 
   // At most this many are held; beyond it the oldest is given up to the
-  // server's inactive threshold (a watch strands one per move, not more).
+  // server's inactive threshold (a watch strands one per move or reset).
   static constexpr size_t kMaxHeld = 64;
-  // A server that could not answer one is asked again only after this: a
-  // lost request costs the caller a full request timeout.
+  // A round with an unanswered delete is followed by the next only this
+  // long after it started, doubled after each such round up to kMaxWait: a
+  // lost request costs the caller a full request timeout. None is given up
+  // for being unanswered: a node cut off for an hour may answer stream
+  // reads but no delete, and its consumers must still go when it heals.
   static constexpr std::chrono::seconds kRetryAfter{30};
-  // Unanswered this many times, a consumer is given up.
-  static constexpr int kMaxTries = 5;
+  static constexpr std::chrono::seconds kMaxWait{600};
 
   StrandedConsumers() = default;
   StrandedConsumers(const StrandedConsumers&) = delete;
@@ -49,14 +52,15 @@ class StrandedConsumers {
   // A consumer whose delete was not answered.
   void Add(std::string stream, std::string consumer);
 
-  // Deletes those held through `del`, oldest first, unless a try within
-  // kRetryAfter went unanswered. Each one deleted, already gone or refused
-  // is dropped. The first unanswered stops the round (the server would not
-  // answer the rest either) and stays, unless it reached kMaxTries.
-  // Returns how many were deleted.
+  // Deletes those held through `del`, oldest first, unless the wait after
+  // an unanswered round has not passed. Each one deleted, already gone or
+  // refused is dropped. The first unanswered stops the round (the server
+  // would not answer the rest either) and stays. One round at a time: a
+  // call while another runs returns at once. Returns how many were deleted.
   size_t DeleteHeld(Clock::time_point now, const DeleteFn& del);
 
-  // Connected to another server: the next round may go at once.
+  // Connected to another server (or closing): the next round may go at
+  // once, and the wait starts over from kRetryAfter.
   void Rearm();
 
   size_t held() const;
@@ -65,13 +69,13 @@ class StrandedConsumers {
   struct Entry {
     std::string stream;
     std::string consumer;
-    int tries = 0;
   };
 
   mutable std::mutex mu_;
-  std::deque<Entry> held_;               // guarded by mu_
-  Clock::time_point not_before_{};       // guarded by mu_
-  bool deleting_ = false;                // guarded by mu_: one round at a time
+  std::deque<Entry> held_;              // guarded by mu_
+  Clock::time_point not_before_{};      // guarded by mu_
+  Clock::duration wait_ = kRetryAfter;  // guarded by mu_
+  std::atomic<bool> deleting_{false};   // a round runs
 };
 
 }  // namespace kvfold::nats

@@ -72,6 +72,36 @@ TEST(NatsProxyTest, FramesSplitAtEveryByteAreForwardedWholeOrDroppedWhole) {
   }
 }
 
+// The same for what a client sends: PUB and HPUB with and without a
+// reply, a payload that looks like a frame, and CONNECT's JSON, split at
+// any byte; exactly the consumer delete is lost while armed.
+TEST(NatsProxyTest, ClientFramesSplitAtEveryByteAreForwardedWholeOrLostWhole) {
+  const std::string connect = "CONNECT {\"verbose\":false,\"headers\":true}\r\n";
+  const std::string sub = "SUB _INBOX.x.* 1\r\nPING\r\n";
+  const std::string pub = "PUB $KV.b.k1 5\r\nhello\r\n";
+  const std::string tricky = "PUB $JS.API.STREAM.INFO.KV_b _INBOX.x.1 14\r\nPUB x 3\r\nabc!!\r\n";
+  const std::string hpub = "HPUB $KV.b.k2 _INBOX.x.2 12 14\r\nNATS/1.0\r\n\r\nv2\r\n";
+  const std::string del = "PUB $JS.API.CONSUMER.DELETE.KV_b.c1 _INBOX.x.3 0\r\n\r\n";
+  const std::string hdel =
+      "HPUB $JS.API.CONSUMER.DELETE.KV_b.c2 _INBOX.x.4 12 12\r\nNATS/1.0\r\n\r\n\r\n";
+  const std::string wire = connect + sub + pub + del + tricky + hdel + hpub + "PONG\r\n";
+  for (bool losing : {false, true}) {
+    for (size_t step : {size_t{1}, size_t{2}, size_t{7}, wire.size()}) {
+      SCOPED_TRACE(std::to_string(step) + (losing ? " losing" : ""));
+      NatsProxy proxy(1);  // no client connects: only the parser runs
+      proxy.LoseConsumerDeletes(losing);
+      std::string buffer, out;
+      for (size_t i = 0; i < wire.size(); i += step) {
+        buffer += wire.substr(i, step);
+        proxy.FilterClientBytes(&buffer, &out);
+      }
+      EXPECT_EQ(buffer, "");
+      EXPECT_EQ(out, losing ? connect + sub + pub + tricky + hpub + "PONG\r\n" : wire);
+      EXPECT_EQ(proxy.lost_deletes(), losing ? 2 : 0);
+    }
+  }
+}
+
 class DeliveryGapLiveTest : public ::testing::Test {
  protected:
   DeliveryGapLiveTest() : proxy_(server_.port()), kv_(server_.url()) {}
