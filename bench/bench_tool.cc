@@ -1,6 +1,7 @@
 // The programs bench/run times beside kvfold: a loader, the wire's limit (a
 // bare nats.c ordered consumer), the loop a user writes without kvfold, the
-// export's limit (a RocksDB scan plus zstd) and a put-to-hook latency probe.
+// export's limit (a RocksDB scan plus zstd), a put-to-hook latency probe and
+// the fold's read latency while a catch-up writes into it.
 //
 //   kvfold_bench_tool load     --server URL --bucket B --keys N [--first I] [--value-bytes 100]
 //                              [--history H]
@@ -8,6 +9,7 @@
 //   kvfold_bench_tool naive    --server URL --bucket B --db DIR
 //   kvfold_bench_tool scan-zstd --fold DIR
 //   kvfold_bench_tool latency  --server URL --bucket B --fold DIR --rate R --seconds S
+//   kvfold_bench_tool getlat   --server URL --bucket B --fold DIR --keys N [--samples 100000]
 //   kvfold_bench_tool quiet-trips --server URL --dir DIR [--runs 10] [--burst 200000]
 //                              [--max-msgs 3000]
 //
@@ -292,6 +294,81 @@ int Latency(const Args& a) {
   return 0;
 }
 
+// Fold::Get latency on a fold while a catch-up writes into it: the fold is
+// opened in this process (an empty block cache: cold), a watch catches up
+// the bucket's backlog in a thread, and another reads random keys of
+// k000000000..k<N-1> (the loader's names) twice: the first pass cold, the
+// same keys again warm. The operating system's page cache is dropped first
+// when this process may (root); the output says which.
+int GetLatency(const Args& a) {
+  const long long keys = a.Int("keys"), samples = a.Int("samples", "100000");
+  if (keys <= 0 || samples <= 0) Die("getlat: --keys and --samples must be positive");
+  const bool dropped = [] {
+    ::sync();
+    FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
+    if (f == nullptr) return false;
+    const bool ok = std::fputs("3", f) >= 0;
+    return std::fclose(f) == 0 && ok;
+  }();
+  kvfold::ConnectOptions co;
+  co.url = a.Get("server");
+  auto source = kvfold::OpenNatsBucket(co, a.Get("bucket"));
+  if (!source.ok()) Die(source.status().ToString());
+  auto fold = kvfold::OpenRocksFold(a.Get("fold"));
+  if (!fold.ok()) Die(fold.status().ToString());
+  std::atomic<bool> writing{true};
+  kvfold::WatchOptions wo;
+  wo.until_caught_up = true;
+  kvfold::Status result;
+  std::thread watcher([&] {
+    result = kvfold::Watch(**source, **fold, wo);
+    writing = false;
+  });
+  std::vector<std::string> sample;
+  sample.reserve(static_cast<size_t>(samples));
+  uint64_t x = 0x9e3779b97f4a7c15ULL;  // a fixed xorshift: the same keys every run
+  char key[32];
+  for (long long i = 0; i < samples; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::snprintf(key, sizeof key, "k%09llu", static_cast<unsigned long long>(x % keys));
+    sample.emplace_back(key);
+  }
+  auto pass = [&](const char* name) {
+    std::vector<double> micros;
+    micros.reserve(sample.size());
+    long long during = 0, missing = 0;
+    kvfold::Entry e;
+    for (const std::string& k : sample) {
+      const bool w = writing;
+      const auto t0 = Clock::now();
+      const kvfold::Status s = (*fold)->Get(k, &e);
+      micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      if (!s.ok()) {
+        if (!s.IsNotFound()) Die("get " + k + ": " + s.ToString());
+        ++missing;
+      }
+      during += w ? 1 : 0;
+    }
+    std::sort(micros.begin(), micros.end());
+    auto pct = [&](double p) {
+      return micros[std::min(micros.size() - 1, static_cast<size_t>(p * micros.size()))];
+    };
+    std::printf("%s_p50_us=%.1f %s_p99_us=%.1f %s_p999_us=%.1f %s_during_catchup=%.0f%% ", name,
+                pct(0.50), name, pct(0.99), name, pct(0.999), name,
+                100.0 * static_cast<double>(during) / static_cast<double>(sample.size()));
+    if (missing > 0) std::printf("%s_missing=%lld ", name, missing);
+  };
+  pass("cold");
+  pass("warm");
+  watcher.join();
+  if (!result.ok()) Die(result.ToString());
+  std::printf("samples=%lld keys=%lld page_cache=%s\n", samples, keys,
+              dropped ? "dropped" : "kept (not root)");
+  return 0;
+}
+
 // False floor trips: a mirror of prefix `quiet.`, which sees no writes,
 // while a burst of puts on other prefixes turns a max_msgs bucket over many
 // times. It has lost nothing, so any trip is false. One bucket and fold
@@ -363,7 +440,9 @@ int QuietTrips(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|latency --flag value ...");
+  if (argc < 2)
+    Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|latency|getlat|quiet-trips --flag value "
+        "...");
   Args a;
   for (int i = 2; i + 1 < argc; i += 2) {
     if (std::strncmp(argv[i], "--", 2) != 0) Die(std::string("bad flag ") + argv[i]);
@@ -375,6 +454,7 @@ int main(int argc, char** argv) {
   if (cmd == "naive") return Naive(a);
   if (cmd == "scan-zstd") return ScanZstd(a);
   if (cmd == "latency") return Latency(a);
+  if (cmd == "getlat") return GetLatency(a);
   if (cmd == "quiet-trips") return QuietTrips(a);
   Die("unknown command " + cmd);
 }
