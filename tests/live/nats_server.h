@@ -65,7 +65,11 @@ class NatsCluster {
   // Waits until every node's /healthz is ok (each has JetStream and a
   // meta leader); false when `patience` passes first.
   bool WaitJetStreamReady(std::chrono::seconds patience) const;
-  // The last `lines` lines of every node's log, for a failure message.
+  // How many routes node i has (/routez num_routes); -1 when it does not
+  // answer.
+  int Routes(int i) const;
+  // Every node's route count and the last `lines` lines of its log, for a
+  // failure message.
   std::string LogTails(size_t lines) const;
 
   std::string url(int i) const { return "nats://127.0.0.1:" + std::to_string(client_ports_[i]); }
@@ -83,7 +87,8 @@ class NatsCluster {
   pid_t pids_[kNodes] = {-1, -1, -1};
 };
 
-// A loopback port nothing listens on right now.
+// A loopback port nothing listens on right now, below the range the kernel
+// hands out as source ports.
 int FreePort();
 // `n` distinct such ports.
 std::vector<int> FreePorts(int n);
