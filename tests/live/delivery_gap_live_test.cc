@@ -163,6 +163,39 @@ class DeliveryGapLiveTest : public ::testing::Test {
     return out;
   }
 
+  // A watch through the proxy, in a thread of its own; stopped and joined
+  // when it dies, so a failed assertion cannot leave the thread running.
+  struct RunningWatch {
+    std::unique_ptr<BucketSource> source;
+    std::unique_ptr<Fold> fold;
+    std::stop_source stop;
+    Status status;
+    std::thread thread;
+    ~RunningWatch() { Stop(); }
+    // Stops and joins the watch; what it returned.
+    const Status& Stop() {
+      if (thread.joinable()) {
+        stop.request_stop();
+        thread.join();
+      }
+      return status;
+    }
+  };
+
+  // Creates `bucket` with k0..k4 and starts *w watching it, through the
+  // proxy, until the fold holds all five.
+  void StartFiveKeyWatch(const std::string& bucket, RunningWatch* w) {
+    kv_.CreateBucket(bucket);
+    for (int i = 0; i < 5; ++i) kv_.Put(bucket, "k" + std::to_string(i), "v");
+    w->source = SourceThroughProxy(bucket);
+    w->fold = OpenFold();
+    WatchOptions o = Recorded();
+    o.stop = w->stop.get_token();
+    w->thread = std::thread([w, o] { w->status = Watch(*w->source, *w->fold, o); });
+    WaitForCursor(*w->fold, 5, std::chrono::seconds(5));
+    ASSERT_EQ(w->fold->ReadMeta()->cursor, 5u);
+  }
+
   uint64_t ConsumerCount(const std::string& bucket) {
     return kv_.StreamInfo(bucket)["state"].value("consumer_count", uint64_t{0});
   }
@@ -229,25 +262,15 @@ TEST_F(DeliveryGapLiveTest, SkippedConsumerSequenceResetsAndRefetchesTheLostMess
 // Without the heartbeat check the watcher waits forever: its progress probe
 // sees the message retained and still "on its way".
 TEST_F(DeliveryGapLiveTest, LastMessageLostBeforeASilenceIsCaughtByTheIdleHeartbeat) {
-  kv_.CreateBucket("hb");
-  for (int i = 0; i < 5; ++i) kv_.Put("hb", "k" + std::to_string(i), "v");
-  auto source = SourceThroughProxy("hb");
-  auto fold = OpenFold();
-  WatchOptions o = Recorded();
-  std::stop_source stop;
-  o.stop = stop.get_token();
-  Status watch_status;
-  std::thread watch([&] { watch_status = Watch(*source, *fold, o); });
-  WaitForCursor(*fold, 5, std::chrono::seconds(5));
-  ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
+  RunningWatch w;
+  ASSERT_NO_FATAL_FAILURE(StartFiveKeyWatch("hb", &w));
+  Fold* fold = w.fold.get();
 
   proxy_.DropNextDelivery("$KV.hb.k9");  // the burst's last: seq 10
   for (int i = 5; i < 10; ++i) kv_.Put("hb", "k" + std::to_string(i), "w");
   // Nothing is written after it: only the heartbeat can reveal the gap.
   WaitForCursor(*fold, 10, std::chrono::seconds(12));
-  stop.request_stop();
-  watch.join();
-  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  ASSERT_TRUE(w.Stop().ok()) << w.status.ToString();
   EXPECT_EQ(proxy_.dropped(), 1);
   EXPECT_NE(Log().find("delivery reset: heartbeat says the consumer sent message"),
             std::string::npos)
@@ -265,17 +288,9 @@ TEST_F(DeliveryGapLiveTest, LastMessageLostBeforeASilenceIsCaughtByTheIdleHeartb
 // gap broke; the watch's next request that the server answers deletes it,
 // long before the 30 s threshold could.
 TEST_F(DeliveryGapLiveTest, AConsumerWhoseDeleteWasLostIsDeletedAgain) {
-  kv_.CreateBucket("lost");
-  for (int i = 0; i < 5; ++i) kv_.Put("lost", "k" + std::to_string(i), "v");
-  auto source = SourceThroughProxy("lost");
-  auto fold = OpenFold();
-  WatchOptions o = Recorded();
-  std::stop_source stop;
-  o.stop = stop.get_token();
-  Status watch_status;
-  std::thread watch([&] { watch_status = Watch(*source, *fold, o); });
-  WaitForCursor(*fold, 5, std::chrono::seconds(5));
-  ASSERT_EQ(fold->ReadMeta()->cursor, 5u);
+  RunningWatch w;
+  ASSERT_NO_FATAL_FAILURE(StartFiveKeyWatch("lost", &w));
+  Fold* fold = w.fold.get();
 
   proxy_.LoseConsumerDeletes(true);
   proxy_.DropNextDelivery("$KV.lost.k5");  // seq 6: the gap breaks the consumer
@@ -295,9 +310,7 @@ TEST_F(DeliveryGapLiveTest, AConsumerWhoseDeleteWasLostIsDeletedAgain) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   EXPECT_EQ(ConsumerCount("lost"), 1u) << Log();
-  stop.request_stop();
-  watch.join();
-  ASSERT_TRUE(watch_status.ok()) << watch_status.ToString();
+  ASSERT_TRUE(w.Stop().ok()) << w.status.ToString();
   EXPECT_EQ(ConsumerCount("lost"), 0u);
   EXPECT_EQ(proxy_.dropped(), 1);
   EXPECT_EQ(fold->ReadMeta()->cursor, 11u);

@@ -49,8 +49,8 @@ std::vector<std::string_view> Fields(std::string_view line) {
 }
 
 // Where the frame whose first line ends at `eol` ends, for a frame with a
-// payload: `ops` names its two operations (MSG and HMSG, or PUB and HPUB),
-// whose last field is the payload's size. npos while incomplete. A line
+// payload (its last field is the payload's size), given how many fields it
+// has with a reply subject. npos while incomplete. A line
 // that does not parse stops the test: the proxy would corrupt the stream.
 size_t PayloadFrameEnd(std::string_view b, size_t eol, const std::vector<std::string_view>& f,
                        size_t with_reply, std::string_view line) {
@@ -200,31 +200,27 @@ void NatsProxy::CopyDown(Link* link) {
   shutdown(link->client, SHUT_RDWR);
 }
 
-void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
+template <typename Keep>
+void NatsProxy::SplitFrames(std::string* buffer, std::string* out, std::string_view op,
+                            std::string_view header_op, size_t with_reply, Keep keep) {
   const std::string& b = *buffer;
   size_t start = 0;
   while (true) {
     const size_t eol = b.find("\r\n", start);
     if (eol == std::string::npos) break;
     const std::string_view line(b.data() + start, eol - start);
-    const bool msg = line.starts_with("MSG ");
-    const bool hmsg = line.starts_with("HMSG ");
-    if (!msg && !hmsg) {  // INFO, PING, PONG, +OK, -ERR: one line each
+    const bool plain = line.starts_with(op);
+    const bool headed = line.starts_with(header_op);
+    if (!plain && !headed) {  // every other operation is one line
       out->append(b, start, eol + 2 - start);
       start = eol + 2;
       continue;
     }
-    // MSG <subject> <sid> [reply] <#bytes>
-    // HMSG <subject> <sid> [reply] <#header bytes> <#total bytes>
     const auto f = Fields(line);
-    const size_t with_reply = msg ? 5 : 6;
-    const size_t end = PayloadFrameEnd(b, eol, f, with_reply, line);
+    const size_t end = PayloadFrameEnd(b, eol, f, headed ? with_reply + 1 : with_reply, line);
     if (end == std::string_view::npos) break;  // the rest is still on its way
-    const std::string_view reply = f.size() == with_reply ? f[3] : std::string_view();
     const std::string_view frame(b.data() + start, end - start);
-    if (Silenced(reply, frame, hmsg ? eol + 2 - start : std::string_view::npos)) {
-      ++dropped_;
-    } else if (!TakeDrop(f[1], reply)) {
+    if (keep(f, frame, headed ? eol + 2 - start : std::string_view::npos)) {
       out->append(b, start, end - start);
     }
     start = end;
@@ -232,33 +228,33 @@ void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
   buffer->erase(0, start);
 }
 
+void NatsProxy::FilterServerBytes(std::string* buffer, std::string* out) {
+  // MSG <subject> <sid> [reply] <#bytes>
+  // HMSG <subject> <sid> [reply] <#header bytes> <#total bytes>
+  SplitFrames(
+      buffer, out, "MSG ", "HMSG ", 5,
+      [this](const std::vector<std::string_view>& f, std::string_view frame, size_t header_start) {
+        const size_t with_reply = header_start == std::string_view::npos ? 5 : 6;
+        const std::string_view reply = f.size() == with_reply ? f[3] : std::string_view();
+        if (Silenced(reply, frame, header_start)) {
+          ++dropped_;
+          return false;
+        }
+        return !TakeDrop(f[1], reply);
+      });
+}
+
 void NatsProxy::FilterClientBytes(std::string* buffer, std::string* out) {
-  const std::string& b = *buffer;
-  size_t start = 0;
-  while (true) {
-    const size_t eol = b.find("\r\n", start);
-    if (eol == std::string::npos) break;
-    const std::string_view line(b.data() + start, eol - start);
-    const bool pub = line.starts_with("PUB ");
-    const bool hpub = line.starts_with("HPUB ");
-    if (!pub && !hpub) {  // CONNECT, SUB, UNSUB, PING, PONG: one line each
-      out->append(b, start, eol + 2 - start);
-      start = eol + 2;
-      continue;
-    }
-    // PUB <subject> [reply] <#bytes>
-    // HPUB <subject> [reply] <#header bytes> <#total bytes>
-    const auto f = Fields(line);
-    const size_t end = PayloadFrameEnd(b, eol, f, pub ? 4 : 5, line);
-    if (end == std::string_view::npos) break;  // the rest is still on its way
-    if (losing_deletes_ && f[1].starts_with("$JS.API.CONSUMER.DELETE.")) {
-      ++lost_deletes_;
-    } else {
-      out->append(b, start, end - start);
-    }
-    start = end;
-  }
-  buffer->erase(0, start);
+  // PUB <subject> [reply] <#bytes>
+  // HPUB <subject> [reply] <#header bytes> <#total bytes>
+  SplitFrames(buffer, out, "PUB ", "HPUB ", 4,
+              [this](const std::vector<std::string_view>& f, std::string_view, size_t) {
+                if (losing_deletes_ && f[1].starts_with("$JS.API.CONSUMER.DELETE.")) {
+                  ++lost_deletes_;
+                  return false;
+                }
+                return true;
+              });
 }
 
 }  // namespace kvfold::live

@@ -69,6 +69,14 @@ class NatsProxy {
     std::thread down;  // server -> client, filtered
   };
 
+  // Moves the complete frames at the front of *buffer to *out. Frames of
+  // operation `op` or `header_op` (each given with its trailing space; with `with_reply` fields,
+  // one more for `header_op`, reply included) carry a payload, and pass only if keep(fields, frame,
+  // header_start) says so (header_start: where the header block begins in the frame, npos for
+  // `op`); every other operation is one line and passes.
+  template <typename Keep>
+  void SplitFrames(std::string* buffer, std::string* out, std::string_view op,
+                   std::string_view header_op, size_t with_reply, Keep keep);
   void AcceptLoop();
   void CopyUp(Link* link);
   void CopyDown(Link* link);
