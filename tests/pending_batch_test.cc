@@ -101,5 +101,41 @@ TEST(PendingBatchTest, AFailedReleasedBatchGoesBackUnderTheNewerOne) {
   EXPECT_EQ(c.stream_created, "t");
 }
 
+// Keys proven new let the commit state its count change (the store then
+// reads none of them); one key not proven, or put twice, and the store
+// counts them all.
+TEST(PendingBatchTest, OnlyABatchOfKeysAllKnownNewStatesItsCounts) {
+  PendingBatch b;
+  b.Put("a", Entry{1, false, "x"}, /*known_new=*/true);
+  b.Put("b", Entry{2, true, ""}, /*known_new=*/true);
+  b.AdvanceTo(2);
+  FoldCommit c = b.Release();
+  ASSERT_TRUE(c.counts.has_value());
+  EXPECT_EQ(c.counts->entries, 2);
+  EXPECT_EQ(c.counts->live_keys, 1);  // a tombstone is an entry, not a live key
+
+  b.Put("c", Entry{3, false, "x"}, /*known_new=*/true);
+  b.Put("d", Entry{4, false, "x"});
+  EXPECT_FALSE(b.Release().counts.has_value());
+
+  b.Put("e", Entry{5, false, "x"}, /*known_new=*/true);
+  b.Put("e", Entry{6, false, "y"}, /*known_new=*/true);
+  EXPECT_FALSE(b.ToCommit().counts.has_value());
+  b.Clear();
+
+  // A failed batch taken back: its keys are no longer new to what follows.
+  b.Put("f", Entry{7, false, "x"}, /*known_new=*/true);
+  FoldCommit failed = b.Release();
+  ASSERT_TRUE(failed.counts.has_value());
+  b.Put("g", Entry{8, false, "x"}, /*known_new=*/true);
+  b.TakeBack(std::move(failed));
+  const FoldCommit retried = b.Release();
+  EXPECT_EQ(retried.entries.size(), 2u);
+  EXPECT_FALSE(retried.counts.has_value());
+  // And the batch after it starts proving again.
+  b.Put("h", Entry{9, false, "x"}, /*known_new=*/true);
+  EXPECT_TRUE(b.ToCommit().counts.has_value());
+}
+
 }  // namespace
 }  // namespace kvfold::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/count_change.h"
 #include "core/mutation.h"
 
 namespace kvfold::core {
@@ -24,8 +25,21 @@ const Entry* PendingBatch::Find(const std::string& key) const {
   return it == pending_.entries.end() ? nullptr : &it->second;
 }
 
-void PendingBatch::Put(const std::string& key, Entry entry) {
-  pending_.entries.insert_or_assign(key, std::move(entry));
+void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
+  if (known_new && all_known_new_) {
+    core::AddCountChange(core::CountChangeOf(nullptr, entry), &new_counts_);
+  }
+  auto [it, inserted] = pending_.entries.insert_or_assign(key, std::move(entry));
+  // A key put twice was not new the second time, whatever the caller says.
+  if (!known_new || !inserted) all_known_new_ = false;
+}
+
+void PendingBatch::Complete(FoldCommit* commit) const {
+  commit->cursor = cursor_;
+  if (cursor_) commit->cursor_time_ns = cursor_time_ns_;
+  if (all_known_new_ && !commit->entries.empty() && !commit->clear_entries && !commit->counts) {
+    commit->counts = new_counts_;
+  }
 }
 
 void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
@@ -38,6 +52,10 @@ void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
 }
 
 void PendingBatch::TakeBack(FoldCommit older) {
+  // The failed batch's keys are no longer new to what is pending (and its
+  // stated counts go with it): let the store count them all.
+  all_known_new_ = false;
+  older.counts.reset();
   for (auto& [key, entry] : older.entries) pending_.entries.try_emplace(key, std::move(entry));
   auto keep = [](auto& mine, auto& theirs) {
     if (!mine) mine = std::move(theirs);

@@ -31,7 +31,11 @@ class PendingBatch {
   // The pending entry for `key`, or nullptr.
   const Entry* Find(const std::string& key) const;
 
-  void Put(const std::string& key, Entry entry);
+  // `known_new`: the caller has proven the key absent from the fold and
+  // from everything handed to it before (WatchLoop's first state sync into
+  // an empty fold). While every entry pending is known new, the commit
+  // states its count change and the store skips reading the keys.
+  void Put(const std::string& key, Entry entry, bool known_new = false);
 
   // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
   // anchor (FoldMeta::cursor_time_ns); at the same cursor, a later anchor
@@ -53,21 +57,23 @@ class PendingBatch {
   // A copy of the commit for everything pending; does not consume it.
   FoldCommit ToCommit() const {
     FoldCommit commit = pending_;
-    commit.cursor = cursor_;
-    if (cursor_) commit.cursor_time_ns = cursor_time_ns_;
+    Complete(&commit);
     return commit;
   }
 
   // After a successful commit. The cursor stays: later commits carry it on.
-  void Clear() { pending_ = FoldCommit(); }
+  void Clear() {
+    pending_ = FoldCommit();
+    new_counts_ = FoldCommit::CountChange();
+    all_known_new_ = true;
+  }
 
   // Hands the commit for everything pending over (to be written while more
   // arrives), without copying it, leaving an empty batch that keeps the
   // cursor.
   FoldCommit Release() {
     FoldCommit out = std::move(pending_);
-    out.cursor = cursor_;
-    if (cursor_) out.cursor_time_ns = cursor_time_ns_;
+    Complete(&out);
     Clear();
     return out;
   }
@@ -78,7 +84,12 @@ class PendingBatch {
   void TakeBack(FoldCommit older);
 
  private:
-  FoldCommit pending_;  // entries and metadata, never a cursor
+  // Adds the cursor, and the count change when every entry is known new.
+  void Complete(FoldCommit* commit) const;
+
+  FoldCommit pending_;                  // entries and metadata, never a cursor
+  FoldCommit::CountChange new_counts_;  // of the entries pending, if all known new
+  bool all_known_new_ = true;
   std::optional<uint64_t> cursor_;
   int64_t cursor_time_ns_ = 0;
 };

@@ -63,6 +63,8 @@ Status WatchLoop::Prepare() {
   }
   unanchored_ = !meta->cursor && meta->entries > 0 && !KVFOLD_MUTANT("watch-trust-unanchored");
   fold_max_revision_ = meta->max_revision;
+  fold_empty_ = meta->entries == 0 && meta->max_revision == 0;
+  new_keys_through_ = 0;
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   if (opt_.metrics && meta->cursor) opt_.metrics->RecordCursor(*meta->cursor);
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
@@ -113,6 +115,8 @@ Status WatchLoop::Run() {
       // A repair writes entries of its own, possibly above the cursor.
       auto meta = fold_.ReadMeta();
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
+      fold_empty_ = false;
+      new_keys_through_ = 0;
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         source_moved_ = false;
@@ -304,6 +308,12 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
   // or, after a last-per-subject state sync, from past the stream's end as
   // it stood once the consumer existed.
   const uint64_t sequential_from = start.from_seq ? *start.from_seq : after->last_seq + 1;
+  // Only this delivery may rely on it: another one (after a reset) starts
+  // from a sequence and brings every message after it.
+  new_keys_through_ = sync && std::exchange(fold_empty_, false) ? state.last_seq : 0;
+  if (new_keys_through_ != 0 && KVFOLD_MUTANT("watch-new-keys-past-sync")) {
+    new_keys_through_ = UINT64_MAX;
+  }
   return Pump(*delivery, sequential_from, end);
 }
 
@@ -467,11 +477,13 @@ Status WatchLoop::Apply(const BucketMessage& m) {
   const bool was_idle = !PendingWork();
   if (opt_.scope.Contains(m.key)) {
     std::optional<Entry> current;
-    // Above the fold's max_revision (and so above anything pending) nothing
-    // stored can be newer: without a hook to tell the previous revision,
-    // the message folds without a read.
+    // A key proven new has nothing to read. Above the fold's max_revision
+    // (and so above anything pending) nothing stored can be newer: without
+    // a hook to tell the previous revision, the message folds without a read.
+    const bool known_new = m.seq <= new_keys_through_;
     const bool must_read =
-        opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read"));
+        !known_new &&
+        (opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read")));
     if (!must_read) {
     } else if (const Entry* p = pipeline_.Find(m.key)) {
       current = *p;  // pending or in flight: the fold may not show it yet
@@ -490,7 +502,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       // advancing past it.
       KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kLive,
                                                 m.key, m.op, *next, current));
-      pipeline_.pending().Put(m.key, std::move(*next));
+      pipeline_.pending().Put(m.key, std::move(*next), known_new);
     }
   }
   // Consecutive sequences leave no stretch to prove; a jump does, and the

@@ -215,6 +215,16 @@ class WatchLoop {
   // The fold's max_revision as of the last Prepare or repair: the watcher's
   // own commits stay below what it receives next.
   uint64_t fold_max_revision_ = UINT64_MAX;
+  // The fold held no entry at Prepare and nothing has been folded or
+  // repaired into it since: the first state sync may prove keys new.
+  bool fold_empty_ = false;
+  // In scope, a message at or below this sequence is a key's only message
+  // the running delivery brings, on a fold that never held the key (0:
+  // none is). Set for the first state sync into an empty fold to the
+  // stream's last sequence as read before its consumer was created: a
+  // last-per-subject delivery (or, with history 1, a sequential one) holds
+  // at most one message per key up to there.
+  uint64_t new_keys_through_ = 0;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
   bool source_moved_ = false;  // since the backoff last turned

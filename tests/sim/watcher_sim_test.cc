@@ -157,6 +157,47 @@ TEST(WatcherSimTest, HooklessWatchFoldsTheSameAsHooked) {
   EXPECT_EQ(*hookless->ReadMeta(), *hooked->ReadMeta());
 }
 
+// A first state sync into an empty fold proves its keys new (each key's
+// last message, up to the stream's end as read before the consumer
+// existed) and states the count change, so the store reads none of them.
+// A key written after that point may repeat a synced one: it is counted
+// against the fold. The memory fold refuses a wrong count change.
+TEST(WatcherSimTest, AFirstStateSyncCountsAsNewOnlyTheKeysItProves) {
+  SimBucket b;
+  WriteHistory(b, 12);
+  bool written = false;
+  b.on_open = [&] {
+    if (std::exchange(written, true)) return;
+    b.Put("a.0", "after the sync");
+    b.Delete("b.1");
+    b.Put("a.new", "x");
+  };
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  o.commit_in_background = false;  // one message a batch: none merges away
+  o.batch_size = 1;
+  // Past the stream's end at the start, to the writes made after it.
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.on_applied = [&](uint64_t cursor) {
+    if (written && cursor >= b.last_seq()) stop.request_stop();
+  };
+  ASSERT_TRUE(Watch(b, *fold, o).ok());
+  EXPECT_EQ(b.deliveries_opened(), 1);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  uint64_t live = 0, entries = 0;
+  ASSERT_TRUE(fold->Scan("", /*include_tombstones=*/true,
+                         [&](std::string_view, const Entry& e) {
+                           ++entries;
+                           live += e.deleted ? 0 : 1;
+                           return true;
+                         })
+                  .ok());
+  EXPECT_EQ(fold->ReadMeta()->live_keys, live);
+  EXPECT_EQ(fold->ReadMeta()->entries, entries);
+}
+
 // Invariant 5: a resumed watch replays only the delta.
 TEST(WatcherSimTest, ResumeDeliversOnlyTheDelta) {
   SimBucket b;
