@@ -87,6 +87,8 @@ class ArtifactTest : public ::testing::Test {
 
   // Seeds a fresh fold; expects failure with `needle` in the message and the
   // fold untouched.
+  // The same into a RocksDB fold, whose seed stages the entries in a loader
+  // (and leaves nothing staged behind).
   void ExpectSeedRefused(const std::string& needle, SeedOptions o = {}) {
     auto fold = NewMemoryFold();
     auto m = SeedFold(*fold, *to_, o);
@@ -94,6 +96,17 @@ class ArtifactTest : public ::testing::Test {
     EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().ToString();
     EXPECT_EQ(*fold->ReadMeta(), *NewMemoryFold()->ReadMeta());  // untouched
     EXPECT_TRUE(LiveEntries(*fold).empty());
+
+    TestDir dir;
+    auto rocks = OpenRocksFold(dir.path() + "/fold");
+    ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+    const FoldMeta fresh = *(*rocks)->ReadMeta();
+    m = SeedFold(**rocks, *to_, o);
+    ASSERT_FALSE(m.ok()) << "seed should fail with: " << needle;
+    EXPECT_NE(m.status().message().find(needle), std::string::npos) << m.status().ToString();
+    EXPECT_EQ(*(*rocks)->ReadMeta(), fresh);
+    EXPECT_TRUE(LiveEntries(**rocks).empty());
+    EXPECT_FALSE(fs::exists(dir.path() + "/fold/kvfold-load"));
   }
 
   // Rewrites the manifest of `id` through `edit` with a valid frame.
@@ -220,6 +233,60 @@ TEST_F(ArtifactTest, RoundTripIsIdentical) {
   EXPECT_EQ(meta.stream_created, src.stream_created);
   EXPECT_EQ(meta.seeding, "");
   EXPECT_EQ(meta.live_keys, src.live_keys);
+}
+
+// Into an empty RocksDB fold a seed stages every entry and commits them
+// with the cursor in one step (SST ingestion): the same fold as a seed
+// through commits, nothing staged left behind, and it survives a reopen.
+TEST_F(ArtifactTest, SeedIntoARocksFoldLoadsEverythingInOneStep) {
+  ArtifactManifest m = Export();
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto through_commits = NewMemoryFold();
+  ASSERT_TRUE(SeedFold(*through_commits, *to_, {}).ok());
+  {
+    auto fold = OpenRocksFold(path);
+    ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+    auto seeded = SeedFold(**fold, *to_, {});
+    ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  }
+  auto fold = OpenRocksFold(path);
+  ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+  EXPECT_EQ(LiveEntries(**fold), LiveEntries(*source_));
+  FoldMeta meta = *(*fold)->ReadMeta();
+  EXPECT_EQ(meta, *through_commits->ReadMeta());
+  EXPECT_EQ(meta.cursor, m.cursor);
+  EXPECT_EQ(meta.live_keys, m.entry_count);
+  EXPECT_EQ(meta.entries, m.entry_count);
+  EXPECT_FALSE(fs::exists(path + "/kvfold-load"));
+  // And it takes commits as any fold.
+  FoldCommit next;
+  next.entries["k1000"] = Entry{m.cursor + 1, true, ""};
+  next.cursor = m.cursor + 1;
+  ASSERT_TRUE((*fold)->Commit(next).ok());
+  EXPECT_EQ((*fold)->ReadMeta()->live_keys, m.entry_count - 1);
+}
+
+// An unfinished seed (left by a build that seeded through commits) is
+// discarded and replaced by the loader's one step.
+TEST_F(ArtifactTest, ALoadedSeedDiscardsAnUnfinishedOne) {
+  ArtifactManifest m = Export();
+  TestDir dir;
+  auto fold = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+  FoldCommit unfinished;
+  unfinished.entries["stale"] = Entry{3, false, "from an older artifact"};
+  unfinished.seeding = "older-artifact";
+  ASSERT_TRUE((*fold)->Commit(unfinished).ok());
+  SeedOptions o;
+  o.discard_unfinished = true;
+  auto seeded = SeedFold(**fold, *to_, o);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(LiveEntries(**fold), LiveEntries(*source_));
+  const FoldMeta meta = *(*fold)->ReadMeta();
+  EXPECT_EQ(meta.seeding, "");
+  EXPECT_EQ(meta.cursor, m.cursor);
+  EXPECT_EQ(meta.entries, m.entry_count);
 }
 
 TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {

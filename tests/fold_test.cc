@@ -282,6 +282,95 @@ TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
   EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
 }
 
+// A loader's entries and its commit become visible together, in one step.
+TEST(RocksFoldLoaderTest, FinishCommitsEveryEntryWithTheCursor) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    auto loader = (*f)->NewLoader();
+    ASSERT_TRUE(loader.ok() && *loader) << loader.status().ToString();
+    ASSERT_TRUE((*loader)->Add("a", Entry{4, false, "x"}).ok());
+    ASSERT_TRUE((*loader)->Add("b", Entry{9, true, ""}).ok());
+    ASSERT_TRUE((*loader)->Add("c", Entry{2, false, "z"}).ok());
+    EXPECT_EQ((*f)->ReadMeta()->entries, 0u);  // nothing before Finish
+    FoldCommit c;
+    c.cursor = 12;
+    c.bucket = "b";
+    ASSERT_TRUE((*loader)->Finish(c).ok());
+    EXPECT_FALSE((*loader)->Add("d", Entry{1, false, "late"}).ok());
+    EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load"));
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  const FoldMeta meta = *(*f)->ReadMeta();
+  EXPECT_EQ(meta.cursor, 12u);
+  EXPECT_EQ(meta.bucket, "b");
+  EXPECT_EQ(meta.live_keys, 2u);
+  EXPECT_EQ(meta.entries, 3u);
+  EXPECT_EQ(meta.max_revision, 9u);
+  Entry e;
+  ASSERT_TRUE((*f)->Get("c", &e).ok());
+  EXPECT_EQ(e, (Entry{2, false, "z"}));
+  ASSERT_TRUE((*f)->Get("b", &e).ok());
+  EXPECT_TRUE(e.deleted);
+}
+
+// Crash safety: a loader abandoned before Finish (a kill, an error) leaves
+// the fold exactly as it was, and what it staged is cleared.
+TEST(RocksFoldLoaderTest, AnAbandonedLoaderLeavesTheFoldAsItWas) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  FoldCommit meta_only;
+  meta_only.bucket = "b";
+  ASSERT_TRUE((*f)->Commit(meta_only).ok());
+  const FoldMeta before = *(*f)->ReadMeta();
+  {
+    auto loader = (*f)->NewLoader();
+    ASSERT_TRUE(loader.ok() && *loader);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE((*loader)->Add("k" + std::to_string(1000 + i), Entry{1, false, "v"}).ok());
+    }
+  }
+  EXPECT_EQ(*(*f)->ReadMeta(), before);
+  Entry e;
+  EXPECT_TRUE((*f)->Get("k1000", &e).IsNotFound());
+  EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load"));
+  // What a killed loader staged is cleared by the next one.
+  std::filesystem::create_directories(path + "/kvfold-load");
+  std::ofstream(path + "/kvfold-load/000001.sst") << "half a table";
+  auto next = (*f)->NewLoader();
+  ASSERT_TRUE(next.ok() && *next);
+  EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load/000001.sst"));
+}
+
+TEST(RocksFoldLoaderTest, RefusesUnorderedKeysAndAFoldThatHoldsEntries) {
+  TestDir dir;
+  auto f = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(f.ok());
+  auto loader = (*f)->NewLoader();
+  ASSERT_TRUE(loader.ok() && *loader);
+  ASSERT_TRUE((*loader)->Add("b", Entry{1, false, "v"}).ok());
+  EXPECT_TRUE((*loader)->Add("a", Entry{2, false, "v"}).IsInvalidArgument());
+  EXPECT_TRUE((*loader)->Add("b", Entry{2, false, "v"}).IsInvalidArgument());
+  FoldCommit one;
+  one.entries["x"] = Entry{5, false, "held"};
+  ASSERT_TRUE((*f)->Commit(one).ok());
+  const FoldMeta before = *(*f)->ReadMeta();
+  Status s = (*loader)->Finish(FoldCommit());
+  EXPECT_TRUE(s.IsFailedPrecondition()) << s.ToString();
+  EXPECT_EQ(*(*f)->ReadMeta(), before);
+  Entry e;
+  EXPECT_TRUE((*f)->Get("b", &e).IsNotFound());
+  // A commit of its own entries or counts is not a loader's.
+  auto second = (*f)->NewLoader();
+  ASSERT_TRUE(second.ok() && *second);
+  EXPECT_TRUE((*second)->Finish(one).IsInvalidArgument());
+}
+
 TEST(RocksFoldTest, CommitsSurviveReopen) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";

@@ -133,6 +133,27 @@ class FoldSnapshot {
                       const std::function<bool(std::string_view key, const Entry&)>& fn) = 0;
 };
 
+// Fills an empty fold in one atomic step (a seed): entries are added in
+// ascending key order and staged, and Finish commits them all together
+// with its commit's metadata and cursor. The RocksDB fold stages them in
+// table files beside the database and links those in whole (SST
+// ingestion) instead of writing each entry through its log and memtables.
+// Nothing is visible before Finish returns OK; destroying the loader
+// before that discards what it staged. Use from one thread.
+class FoldLoader {
+ public:
+  virtual ~FoldLoader() = default;
+
+  // InvalidArgument unless `key` sorts after the key added before.
+  virtual Status Add(std::string_view key, const Entry& entry) = 0;
+
+  // Commits every entry added, counted as new keys, with `commit`'s
+  // metadata and cursor, atomically and durably. FailedPrecondition when
+  // the fold holds any entry by then; InvalidArgument when `commit` brings
+  // entries, clear_entries or counts of its own. Call once.
+  virtual Status Finish(const FoldCommit& commit) = 0;
+};
+
 class Fold {
  public:
   Fold() = default;
@@ -167,6 +188,12 @@ class Fold {
   // unless the commit rebases the fold onto a new stream (FoldCommit::rebase
   // with stream_created set).
   virtual Status Commit(const FoldCommit& commit) = 0;
+
+  // A loader for filling this fold while it holds no entries, or nullptr
+  // when this kind of fold has none (fill it with Commit). Default: none.
+  virtual StatusOr<std::unique_ptr<FoldLoader>> NewLoader() {
+    return std::unique_ptr<FoldLoader>();
+  }
 };
 
 struct FoldOptions {

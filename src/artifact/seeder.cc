@@ -1,8 +1,15 @@
-// Seed: fill an empty fold from an artifact. The whole artifact is verified
-// before the first commit (bad input leaves the fold untouched); then each
-// chunk is re-read, re-verified and committed without a cursor, and the
-// cursor, bucket, scope and identity land only in the final commit, so a
-// kill mid-seed leaves a fold the watcher refuses and a re-run finishes.
+// Seed: fill an empty fold from an artifact.
+//
+// Into a fold with a loader (the RocksDB fold) and no entries: one pass
+// verifies each chunk as it stages it, and the loader commits every entry
+// with the cursor, bucket, scope and identity in one atomic step, so bad
+// input or a kill leaves the fold as it was.
+//
+// Otherwise the whole artifact is verified before the first commit (bad
+// input leaves the fold untouched); then each chunk is re-read,
+// re-verified and committed without a cursor, and the cursor, bucket,
+// scope and identity land only in the final commit, so a kill mid-seed
+// leaves a fold the watcher refuses and a re-run finishes.
 
 #include <utility>
 
@@ -31,12 +38,14 @@ class Seed {
   Status CheckFold();
   // The artifact to seed from, checked: of the right bucket, restorable.
   StatusOr<ArtifactManifest> ChooseArtifact();
+  // The one pass into an empty fold, through `loader`.
+  Status Load(const ArtifactManifest& m, FoldLoader& loader);
   // Pass 2: each chunk re-read, re-verified and committed without a cursor.
   Status ApplyChunks(const ArtifactManifest& m);
   // Commits `commit`, a part of a chunk, under the seeding marker.
   Status CommitPart(const ArtifactManifest& m, FoldCommit* commit);
-  // The cursor, bucket, scope and identity, in one commit.
-  Status Finish(const ArtifactManifest& m);
+  // The commit of the cursor, bucket, scope and identity.
+  FoldCommit Final(const ArtifactManifest& m) const;
 
   Fold& fold_;
   Transport& from_;
@@ -158,7 +167,25 @@ Status Seed::ApplyChunks(const ArtifactManifest& m) {
   return Status::OK();
 }
 
-Status Seed::Finish(const ArtifactManifest& m) {
+Status Seed::Load(const ArtifactManifest& m, FoldLoader& loader) {
+  KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
+      from_, m,
+      [&loader](std::string_view key, uint64_t rev, std::string_view value) {
+        return loader.Add(key, Entry{rev, false, std::string(value)});
+      },
+      options_.progress));
+  // The discarded seed goes once this one verified whole. A kill between
+  // the two leaves an empty fold, which a re-run seeds anew.
+  if (std::exchange(clear_, false)) {
+    FoldCommit clear;
+    clear.clear_entries = true;
+    clear.seeding = "";
+    KVFOLD_RETURN_IF_ERROR(fold_.Commit(clear));
+  }
+  return loader.Finish(Final(m));
+}
+
+FoldCommit Seed::Final(const ArtifactManifest& m) const {
   FoldCommit last;
   last.clear_entries = clear_;  // an artifact without chunks
   last.cursor = m.cursor;
@@ -169,13 +196,21 @@ Status Seed::Finish(const ArtifactManifest& m) {
   last.stream_created = m.stream_created;
   last.seeding = "";
   if (m.eviction_observed) last.eviction_observed = true;  // the memo is permanent
-  return fold_.Commit(last);
+  return last;
 }
 
 StatusOr<ArtifactManifest> Seed::Run() {
   KVFOLD_RETURN_IF_ERROR(CheckFold());
   auto manifest = ChooseArtifact();
   if (!manifest.ok()) return manifest.status();
+  if (untouched_ || discard_) {
+    auto loader = fold_.NewLoader();
+    if (!loader.ok()) return loader.status();
+    if (*loader) {
+      KVFOLD_RETURN_IF_ERROR(Load(*manifest, **loader));
+      return manifest;
+    }
+  }
   // Pass 1: everything verifies, or nothing is written.
   if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
     KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
@@ -183,7 +218,7 @@ StatusOr<ArtifactManifest> Seed::Run() {
         {}));
   }
   KVFOLD_RETURN_IF_ERROR(ApplyChunks(*manifest));
-  KVFOLD_RETURN_IF_ERROR(Finish(*manifest));
+  KVFOLD_RETURN_IF_ERROR(fold_.Commit(Final(*manifest)));
   return manifest;
 }
 

@@ -4,11 +4,15 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -100,6 +104,18 @@ class RocksFold final : public Fold {
   }
 
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
+
+  StatusOr<std::unique_ptr<FoldLoader>> NewLoader() override;
+
+  // The loader's Finish: `files` hold the entries staged (`loaded` of them,
+  // `live` live, revisions up to `max_revision`), in key order.
+  Status FinishLoad(const FoldCommit& commit, const std::vector<std::string>& files,
+                    uint64_t loaded, uint64_t live, uint64_t max_revision);
+
+  // Where a loader stages its table files: one at a time (the DB lock keeps
+  // writers apart), emptied when a loader starts and ends.
+  std::string StagingDir() const { return path_ + "/kvfold-load"; }
+  Status ClearStaging();
 
   Status ScanAt(const rocksdb::ReadOptions& ro, std::string_view prefix, bool include_tombstones,
                 const std::function<bool(std::string_view, const Entry&)>& fn) {
@@ -330,6 +346,180 @@ StatusOr<std::unique_ptr<FoldSnapshot>> RocksFold::Snapshot() {
       std::make_unique<RocksFoldSnapshot>(*this, options_.read_only ? nullptr : db_->GetSnapshot());
   KVFOLD_RETURN_IF_ERROR(snap->Init());
   return std::unique_ptr<FoldSnapshot>(std::move(snap));
+}
+
+// Stages entries in table files of about the size compactions write, so
+// the fold they land in looks like one compacted to the bottom.
+class RocksFoldLoader final : public FoldLoader {
+ public:
+  explicit RocksFoldLoader(RocksFold& fold)
+      : fold_(fold), options_(fold.db()->GetOptions()), dir_(fold.StagingDir()) {}
+  ~RocksFoldLoader() override {
+    writer_.reset();  // an unfinished table file is abandoned
+    (void)fold_.ClearStaging();
+  }
+
+  Status Add(std::string_view key, const Entry& entry) override {
+    if (finished_) return Status::FailedPrecondition("the fold loader has finished");
+    if (loaded_ > 0 && key <= last_key_) {
+      return Status::InvalidArgument("fold loader keys must ascend: \"" + std::string(key) +
+                                     "\" after \"" + last_key_ + "\"");
+    }
+    if (writer_ && writer_->FileSize() >= options_.target_file_size_base) {
+      KVFOLD_RETURN_IF_ERROR(CloseFile());
+    }
+    if (!writer_) KVFOLD_RETURN_IF_ERROR(OpenFile());
+    auto s = writer_->Put(store::EntryStoreKey(key), store::EncodeEntry(entry));
+    if (!s.ok()) return FromRocks(s, "staging key " + std::string(key));
+    last_key_.assign(key);
+    ++loaded_;
+    if (!entry.deleted) ++live_;
+    max_revision_ = std::max(max_revision_, entry.revision);
+    if (KVFOLD_MUTANT("loader-ingest-early")) {  // the planted bug: visible before Finish
+      KVFOLD_RETURN_IF_ERROR(CloseFile());
+      auto in =
+          fold_.db()->IngestExternalFile({files_.back()}, rocksdb::IngestExternalFileOptions());
+      if (!in.ok()) return FromRocks(in, "ingesting");
+      files_.pop_back();
+    }
+    return Status::OK();
+  }
+
+  Status Finish(const FoldCommit& commit) override {
+    if (finished_) return Status::FailedPrecondition("the fold loader has finished");
+    finished_ = true;
+    if (writer_) KVFOLD_RETURN_IF_ERROR(CloseFile());
+    KVFOLD_RETURN_IF_ERROR(fold_.FinishLoad(commit, files_, loaded_, live_, max_revision_));
+    // Ingested files are hard links: the fold keeps its own.
+    (void)fold_.ClearStaging();
+    return Status::OK();
+  }
+
+ private:
+  Status OpenFile() {
+    char name[32];
+    std::snprintf(name, sizeof(name), "/%06zu.sst", files_.size() + 1);
+    open_ = dir_ + name;
+    writer_ = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(options_), options_);
+    auto s = writer_->Open(open_);
+    if (!s.ok()) return FromRocks(s, "staging " + open_);
+    return Status::OK();
+  }
+
+  // Finishes (and syncs) the file being written.
+  Status CloseFile() {
+    auto s = writer_->Finish();
+    writer_.reset();
+    if (!s.ok()) return FromRocks(s, "staging " + open_);
+    files_.push_back(open_);
+    return Status::OK();
+  }
+
+  RocksFold& fold_;
+  rocksdb::Options options_;
+  std::string dir_;
+  std::unique_ptr<rocksdb::SstFileWriter> writer_;
+  std::string open_;  // the file writer_ writes
+  std::vector<std::string> files_;
+  std::string last_key_;
+  uint64_t loaded_ = 0, live_ = 0, max_revision_ = 0;
+  bool finished_ = false;
+};
+
+// The puts and deletes of a write batch, by key.
+class SortedOps final : public rocksdb::WriteBatch::Handler {
+ public:
+  rocksdb::Status PutCF(uint32_t, const rocksdb::Slice& key, const rocksdb::Slice& value) override {
+    ops[key.ToString()] = value.ToString();
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t, const rocksdb::Slice& key) override {
+    ops[key.ToString()] = std::nullopt;
+    return rocksdb::Status::OK();
+  }
+  std::map<std::string, std::optional<std::string>> ops;  // nullopt: a delete
+};
+
+Status RocksFold::ClearStaging() {
+  rocksdb::Env* env = db_->GetEnv();
+  const std::string dir = StagingDir();
+  if (env->FileExists(dir).IsNotFound()) return Status::OK();
+  std::vector<std::string> names;
+  auto s = env->GetChildren(dir, &names);
+  for (const auto& n : names) {
+    if (s.ok() && n != "." && n != "..") s = env->DeleteFile(dir + "/" + n);
+  }
+  if (s.ok()) s = env->DeleteDir(dir);
+  if (!s.ok()) return FromRocks(s, "clearing " + dir);
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<FoldLoader>> RocksFold::NewLoader() {
+  if (options_.read_only) {
+    return Status::FailedPrecondition("fold " + path_ + " is open read-only");
+  }
+  if (!write_error_.empty()) return Stopped();
+  // What a loader killed midway staged.
+  KVFOLD_RETURN_IF_ERROR(ClearStaging());
+  auto s = db_->GetEnv()->CreateDirIfMissing(StagingDir());
+  if (!s.ok()) return FromRocks(s, "creating " + StagingDir());
+  return std::unique_ptr<FoldLoader>(new RocksFoldLoader(*this));
+}
+
+Status RocksFold::FinishLoad(const FoldCommit& commit, const std::vector<std::string>& files,
+                             uint64_t loaded, uint64_t live, uint64_t max_revision) {
+  if (!write_error_.empty()) return Stopped();
+  if (!commit.entries.empty() || commit.clear_entries || commit.counts) {
+    return Status::InvalidArgument(
+        "a fold loader's commit brings no entries, clear_entries or counts of its own");
+  }
+  auto current = ReadMetaAt(rocksdb::ReadOptions());
+  if (!current.ok()) return current.status();
+  const FoldMeta& before = *current;
+  if (before.entries != 0) {
+    return Status::FailedPrecondition("a fold loader fills an empty fold; fold " + path_ +
+                                      " holds " + std::to_string(before.entries) + " entries");
+  }
+  FoldMeta meta = before;
+  KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &meta));
+  meta.live_keys = live;
+  meta.entries = loaded;
+  meta.max_revision = std::max(meta.max_revision, max_revision);
+  rocksdb::WriteBatch batch;
+  if (meta.cursor != before.cursor) {
+    batch.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
+  }
+  PutChangedMeta(before, meta, loaded > 0, &batch);
+  if (files.empty()) return Write(&batch, options_.sync);
+  // The metadata goes in a table file of its own, after the entries' in
+  // key order ('m' > 'e'), so one ingestion makes everything visible at
+  // once: RocksDB records it in one manifest write.
+  std::vector<std::string> all = files;
+  SortedOps sorted;
+  auto s = batch.Iterate(&sorted);
+  if (!s.ok()) return FromRocks(s, "staging the metadata of fold " + path_);
+  if (!sorted.ops.empty()) {
+    const rocksdb::Options options = db_->GetOptions();
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
+    const std::string meta_file = StagingDir() + "/meta.sst";
+    s = writer.Open(meta_file);
+    for (const auto& [key, value] : sorted.ops) {
+      if (s.ok()) s = value ? writer.Put(key, *value) : writer.Delete(key);
+    }
+    if (s.ok()) s = writer.Finish();
+    if (!s.ok()) return FromRocks(s, "staging the metadata of fold " + path_);
+    all.push_back(meta_file);
+  }
+  rocksdb::IngestExternalFileOptions ingest;
+  ingest.move_files = true;           // hard links: the staged files are the fold's
+  ingest.write_global_seqno = false;  // no write into a linked file
+  s = db_->IngestExternalFile(all, ingest);
+  if (!s.ok()) {
+    // As a failed write: stop (see Write).
+    write_error_ = s.ToString();
+    return Stopped();
+  }
+  return Status::OK();
 }
 
 StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
