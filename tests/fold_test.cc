@@ -345,6 +345,14 @@ TEST(RocksFoldLoaderTest, AnAbandonedLoaderLeavesTheFoldAsItWas) {
   auto next = (*f)->NewLoader();
   ASSERT_TRUE(next.ok() && *next);
   EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load/000001.sst"));
+  // And by the next writer to open the fold (a seed killed after its
+  // ingestion leaves hard links to the fold's own tables there).
+  next->reset();
+  f->reset();
+  std::filesystem::create_directories(path + "/kvfold-load");
+  std::ofstream(path + "/kvfold-load/000002.sst") << "a link to a table";
+  ASSERT_TRUE(OpenRocksFold(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load"));
 }
 
 TEST(RocksFoldLoaderTest, RefusesUnorderedKeysAndAFoldThatHoldsEntries) {

@@ -3,7 +3,9 @@
 // Into a fold with a loader (the RocksDB fold) and no entries: one pass
 // verifies each chunk as it stages it, and the loader commits every entry
 // with the cursor, bucket, scope and identity in one atomic step, so bad
-// input or a kill leaves the fold as it was.
+// input or a kill leaves the fold as it was (a discarded unfinished seed
+// goes in a commit right before that step: a kill between leaves an empty
+// fold).
 //
 // Otherwise the whole artifact is verified before the first commit (bad
 // input leaves the fold untouched); then each chunk is re-read,

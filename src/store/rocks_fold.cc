@@ -783,8 +783,12 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
                               "\"; this build reads \"" + std::string(kFormatV1) + "\" and \"" +
                               std::string(kFormatValue) + "\"");
   }
-  return std::unique_ptr<Fold>(
-      new RocksFold(std::move(db), path, options, std::move(secondary_dir), format_v1));
+  auto fold = std::make_unique<RocksFold>(std::move(db), path, options, std::move(secondary_dir),
+                                          format_v1);
+  // What a loader killed midway staged: its hard links would keep table
+  // files alive that the fold has since compacted away.
+  if (!options.read_only) KVFOLD_RETURN_IF_ERROR(fold->ClearStaging());
+  return std::unique_ptr<Fold>(std::move(fold));
 }
 
 }  // namespace kvfold
