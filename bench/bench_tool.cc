@@ -1,13 +1,16 @@
 // The programs bench/run times beside kvfold: a loader, the wire's limit (a
 // bare nats.c ordered consumer), the loop a user writes without kvfold, the
-// export's limit (a RocksDB scan plus zstd), a put-to-hook latency probe and
-// the fold's read latency while a catch-up writes into it.
+// export's limit (a RocksDB scan plus zstd), the seed's limit (the same
+// sorted entries through SstFileWriter and one ingestion, unverified), a
+// put-to-hook latency probe and the fold's read latency while a catch-up
+// writes into it.
 //
 //   kvfold_bench_tool load     --server URL --bucket B --keys N [--first I] [--value-bytes 100]
 //                              [--history H]
 //   kvfold_bench_tool raw      --server URL --bucket B
 //   kvfold_bench_tool naive    --server URL --bucket B --db DIR
 //   kvfold_bench_tool scan-zstd --fold DIR
+//   kvfold_bench_tool sst-ingest --fold DIR --to DIR
 //   kvfold_bench_tool latency  --server URL --bucket B --fold DIR --rate R --seconds S
 //   kvfold_bench_tool getlat   --server URL --bucket B --fold DIR --keys N [--samples 100000]
 //   kvfold_bench_tool quiet-trips --server URL --dir DIR [--runs 10] [--burst 200000]
@@ -17,6 +20,9 @@
 
 #include <nats/nats.h>
 #include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/sst_file_writer.h>
+#include <rocksdb/table.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -240,6 +246,60 @@ int ScanZstd(const Args& a) {
   return 0;
 }
 
+// The seed's limit: every record of a fold, in key order, written into
+// 8 MiB table files (LZ4, whole-key bloom filters, as the fold's own) and
+// ingested into a new database at once. No artifact, no verification.
+int SstIngest(const Args& a) {
+  rocksdb::Options ro;
+  rocksdb::DB* raw_src = nullptr;
+  auto st = rocksdb::DB::OpenForReadOnly(ro, a.Get("fold"), &raw_src);
+  if (!st.ok()) Die("open fold: " + st.ToString());
+  std::unique_ptr<rocksdb::DB> src(raw_src);
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.compression = rocksdb::kLZ4Compression;
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.whole_key_filtering = true;
+  o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  const std::string to = a.Get("to");
+  rocksdb::DB* raw_dst = nullptr;
+  st = rocksdb::DB::Open(o, to, &raw_dst);
+  if (!st.ok()) Die("open " + to + ": " + st.ToString());
+  std::unique_ptr<rocksdb::DB> dst(raw_dst);
+  std::vector<std::string> files;
+  std::unique_ptr<rocksdb::SstFileWriter> w;
+  auto close = [&] {
+    if (!w) return;
+    auto s = w->Finish();
+    if (!s.ok()) Die("finish: " + s.ToString());
+    w.reset();
+  };
+  std::unique_ptr<rocksdb::Iterator> it(src->NewIterator(rocksdb::ReadOptions()));
+  uint64_t records = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (w && w->FileSize() >= (8u << 20)) close();
+    if (!w) {
+      files.push_back(to + "/stage-" + std::to_string(files.size()) + ".sst");
+      w = std::make_unique<rocksdb::SstFileWriter>(rocksdb::EnvOptions(o), o);
+      auto s = w->Open(files.back());
+      if (!s.ok()) Die("open " + files.back() + ": " + s.ToString());
+    }
+    auto s = w->Put(it->key(), it->value());
+    if (!s.ok()) Die("put: " + s.ToString());
+    ++records;
+  }
+  close();
+  rocksdb::IngestExternalFileOptions io;
+  io.move_files = true;
+  io.write_global_seqno = false;
+  st = dst->IngestExternalFile(files, io);
+  if (!st.ok()) Die("ingest: " + st.ToString());
+  std::printf("ingested %llu records in %zu files\n", static_cast<unsigned long long>(records),
+              files.size());
+  return 0;
+}
+
 // Put-to-hook latency: a publisher at a fixed rate stamps each value with
 // its send time; the watcher's apply hook reads the stamp.
 int Latency(const Args& a) {
@@ -441,7 +501,8 @@ int QuietTrips(const Args& a) {
 
 int main(int argc, char** argv) {
   if (argc < 2)
-    Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|latency|getlat|quiet-trips --flag value "
+    Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|sst-ingest|latency|getlat|quiet-trips "
+        "--flag value "
         "...");
   Args a;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -453,6 +514,7 @@ int main(int argc, char** argv) {
   if (cmd == "raw") return Raw(a);
   if (cmd == "naive") return Naive(a);
   if (cmd == "scan-zstd") return ScanZstd(a);
+  if (cmd == "sst-ingest") return SstIngest(a);
   if (cmd == "latency") return Latency(a);
   if (cmd == "getlat") return GetLatency(a);
   if (cmd == "quiet-trips") return QuietTrips(a);
