@@ -18,6 +18,20 @@ void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
   cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust [env KVFOLD_TLS_CA]");
   cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate [env KVFOLD_TLS_CERT]");
   cmd->add_option("--tls-key", o->tls_key_file, "client key [env KVFOLD_TLS_KEY]");
+  // nats-server 2.9 takes seconds to create a consumer on a stream of
+  // millions of messages (8-14 s for 10M): past the timeout the watch
+  // retries forever and never starts.
+  cmd->add_option_function<std::string>(
+         "--request-timeout",
+         [o](const std::string& text) {
+           auto d = ParseDuration(text);
+           if (!d.ok()) throw CLI::ValidationError("--request-timeout", d.status().message());
+           o->timeout = *d;
+         },
+         "time allowed for connecting and for each JetStream API request, e.g. 30s (default "
+         "5s; raise it for buckets of millions of keys on nats-server 2.9, which takes seconds "
+         "to create a consumer on them)")
+      ->envname("KVFOLD_REQUEST_TIMEOUT");
 }
 
 Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
