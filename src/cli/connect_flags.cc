@@ -3,10 +3,22 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include "kvfold/transport.h"
 
 namespace kvfold::cli {
+
+namespace {
+
+// --request-timeout as given, per ConnectOptions (sibling subcommands share
+// one): ConnectOptions holds the parsed duration only.
+std::string& RequestTimeoutText(const ConnectOptions* o) {
+  static std::map<const ConnectOptions*, std::string> texts;
+  return texts[o];
+}
+
+}  // namespace
 
 void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
   o->url.clear();  // empty until a flag, the environment or the default fills it
@@ -21,17 +33,11 @@ void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
   // nats-server 2.9 takes seconds to create a consumer on a stream of
   // millions of messages (8-14 s for 10M): past the timeout the watch
   // retries forever and never starts.
-  cmd->add_option_function<std::string>(
-         "--request-timeout",
-         [o](const std::string& text) {
-           auto d = ParseDuration(text);
-           if (!d.ok()) throw CLI::ValidationError("--request-timeout", d.status().message());
-           o->timeout = *d;
-         },
-         "time allowed for connecting and for each JetStream API request, e.g. 30s (default "
-         "5s; raise it for buckets of millions of keys on nats-server 2.9, which takes seconds "
-         "to create a consumer on them)")
-      ->envname("KVFOLD_REQUEST_TIMEOUT");
+  cmd->add_option(
+      "--request-timeout", RequestTimeoutText(o),
+      "time allowed for connecting and for each JetStream API request, e.g. 30s (default 5s; "
+      "raise it for buckets of millions of keys on nats-server 2.9, which takes seconds to "
+      "create a consumer on them) [env KVFOLD_REQUEST_TIMEOUT]");
 }
 
 Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
@@ -63,6 +69,18 @@ Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
     if (f.file && !std::filesystem::is_regular_file(*f.value)) {
       return Status::InvalidArgument(from + ": " + *f.value + " is not a file");
     }
+  }
+  std::string timeout = RequestTimeoutText(o);
+  std::string timeout_from = "--request-timeout";
+  if (const char* env = std::getenv("KVFOLD_REQUEST_TIMEOUT");
+      timeout.empty() && env != nullptr && *env != '\0') {
+    timeout = env;
+    timeout_from = "KVFOLD_REQUEST_TIMEOUT (for --request-timeout)";
+  }
+  if (!timeout.empty()) {
+    auto d = ParseDuration(timeout);
+    if (!d.ok()) return d.status().WithContext(timeout_from);
+    o->timeout = *d;
   }
   if (o->url.empty()) {
     if (server_required) return Status::InvalidArgument("--server (or KVFOLD_SERVER) is required");

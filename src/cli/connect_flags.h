@@ -12,11 +12,12 @@
 namespace kvfold::cli {
 
 // --server, --creds, --user, --password, --token, --tls-ca, --tls-cert,
-// --tls-key.
+// --tls-key, --request-timeout.
 void AddConnectFlags(CLI::App* cmd, ConnectOptions* options);
 
 // Run by the subcommand that was given, after parsing: fills what no flag
-// gave from KVFOLD_SERVER, KVFOLD_CREDS, ... (a flag wins), then checks.
+// gave from KVFOLD_SERVER, KVFOLD_CREDS, ... (a flag wins), then checks
+// and sets ConnectOptions::timeout from --request-timeout.
 // InvalidArgument for a missing --server (when `server_required`), a file
 // that does not exist, and pairs given half.
 // (Not CLI11's envname: it fills the options of every subcommand, parsed or

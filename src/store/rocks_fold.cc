@@ -786,8 +786,9 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   auto fold = std::make_unique<RocksFold>(std::move(db), path, options, std::move(secondary_dir),
                                           format_v1);
   // What a loader killed midway staged: its hard links would keep table
-  // files alive that the fold has since compacted away.
-  if (!options.read_only) KVFOLD_RETURN_IF_ERROR(fold->ClearStaging());
+  // files alive that the fold has since compacted away. Best effort: it
+  // only costs disk, and the next loader clears it or fails naming it.
+  if (!options.read_only) (void)fold->ClearStaging();
   return std::unique_ptr<Fold>(std::move(fold));
 }
 

@@ -541,9 +541,21 @@ TEST_F(CliLiveTest, QuietLogAndServerFromTheEnvironment) {
       RunCli({"artifacts", "list", "obj:envarts", "--server", server_.url()}, dir_.path(), {dead});
   EXPECT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("cursor"), std::string::npos) << listed.out;
-  Exit dump =
-      RunCli({"dump", "--fold", Fold()}, dir_.path(), {dead, "KVFOLD_CREDS=/nonexistent.creds"});
+  Exit dump = RunCli({"dump", "--fold", Fold()}, dir_.path(),
+                     {dead, "KVFOLD_CREDS=/nonexistent.creds", "KVFOLD_REQUEST_TIMEOUT=bogus"});
   EXPECT_EQ(dump.code, 0) << dump.err;
+  // A bad request timeout from the environment is named; the flag wins.
+  const std::string bad_timeout = "KVFOLD_REQUEST_TIMEOUT=bogus";
+  Exit timeout_env = RunCli({"artifacts", "list", "obj:envarts", "--server", server_.url()},
+                            dir_.path(), {bad_timeout});
+  EXPECT_EQ(timeout_env.code, 2) << timeout_env.err;
+  EXPECT_NE(timeout_env.err.find("KVFOLD_REQUEST_TIMEOUT (for --request-timeout)"),
+            std::string::npos)
+      << timeout_env.err;
+  Exit timeout_flag = RunCli(
+      {"artifacts", "list", "obj:envarts", "--server", server_.url(), "--request-timeout", "30s"},
+      dir_.path(), {bad_timeout});
+  EXPECT_EQ(timeout_flag.code, 0) << timeout_flag.err;
   Exit no_server = RunCli({"mirror", "--bucket", "envb", "--fold", Fold()}, dir_.path());
   EXPECT_EQ(no_server.code, 2) << no_server.err;
   EXPECT_NE(no_server.err.find("--server (or KVFOLD_SERVER) is required"), std::string::npos)
