@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The deep tiers, for a nightly run (not in CI; hours on 2 cores), on the
 # build scripts/test.sh makes (build/) and a clang fuzzing build:
+#   - ThreadSanitizer over the unit + simulation and live tests
+#     (scripts/tsan.sh: its own build, build-tsan);
 #   - the kill campaign at ten times its CI size (KVFOLD_KILLS=300);
 #   - the fault-schedule simulation at ten times its CI size (--deep: every
 #     pair of commit faults, every commit fault crossed with every store
@@ -20,6 +22,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
 [ -x build/tests/kvfold_sim ] || scripts/build.sh build
 
+scripts/tsan.sh build-tsan
 KVFOLD_KILLS=${KVFOLD_KILLS:-300} build/tests/kvfold_crash_tests --gtest_brief=1
 build/tests/kvfold_sim --deep
 
