@@ -97,6 +97,9 @@ int RunStatus(const ReadFlags& f) {
   auto meta = (*fold)->ReadMeta();
   if (!meta.ok()) return Report("status", meta.status());
   const std::vector<std::string> scope = meta->scope ? *meta->scope : std::vector<std::string>{};
+  // A seed that stopped part way: a mirror refuses the fold until
+  // `kvfold seed` finishes it, so an operator must see it here.
+  const bool unfinished_seed = !meta->cursor && !meta->seeding.empty();
   if (f.json) {
     json out = {
         {"fold", f.fold},
@@ -107,7 +110,8 @@ int RunStatus(const ReadFlags& f) {
         {"scope", scope},
         {"stream_created", meta->stream_created},
         {"eviction_observed", meta->eviction_observed},
-        {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)}};
+        {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)},
+        {"unfinished_seed", unfinished_seed ? json(meta->seeding) : json(nullptr)}};
     std::cout << out.dump() << "\n";
     return kExitOk;
   }
@@ -130,6 +134,10 @@ int RunStatus(const ReadFlags& f) {
             << "\n"
             << "last repair:    " << (meta->last_repair.empty() ? "<none>" : meta->last_repair)
             << "\n";
+  if (unfinished_seed) {
+    std::cout << "unfinished seed: from artifact " << meta->seeding
+              << " (a mirror refuses this fold; re-run `kvfold seed` to finish it)\n";
+  }
   return kExitOk;
 }
 
@@ -183,8 +191,7 @@ Runner AddStatusCommand(CLI::App& app) {
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_flag("--json", flags->json,
                 "one JSON object: fold, bucket, cursor, keys, tombstones, scope, "
-                "eviction_observed, last_repair, "
-                "stream_created");
+                "eviction_observed, last_repair, stream_created, unfinished_seed");
   return [flags] { return RunStatus(*flags); };
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/base64.h"
+#include "kvfold/fold.h"
 #include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
@@ -101,6 +102,7 @@ TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
   EXPECT_EQ(st["cursor"], kv_.LastSeq("app"));
   EXPECT_EQ(st["keys"], kv_.Truth("app").size());
   EXPECT_EQ(st["scope"], json::array({""}));
+  EXPECT_TRUE(st["unfinished_seed"].is_null()) << st;
   // Text forms exist too.
   Exit text = Run({"status", "--fold", Fold()});
   EXPECT_EQ(text.code, 0);
@@ -109,6 +111,30 @@ TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
   EXPECT_EQ(scoped.code, 0);
   EXPECT_NE(scoped.out.find("cfg.10\t"), std::string::npos) << scoped.out;
   EXPECT_EQ(scoped.out.find("bin\t"), std::string::npos);
+}
+
+// A seed that stopped part way shows in status (a mirror refuses the fold
+// until `kvfold seed` finishes it; the operator must be able to tell why).
+TEST_F(CliLiveTest, StatusNamesAnUnfinishedSeed) {
+  {
+    auto fold = OpenRocksFold(Fold());
+    ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+    FoldCommit part;
+    part.entries["cfg.a"] = Entry{3, false, "from the first chunk"};
+    part.bucket = "app";
+    part.seeding = "art-1";
+    ASSERT_TRUE((*fold)->Commit(part).ok());
+  }
+  json st = Status(Fold());
+  EXPECT_EQ(st["unfinished_seed"], "art-1") << st;
+  EXPECT_TRUE(st["cursor"].is_null()) << st;
+  Exit text = Run({"status", "--fold", Fold()});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("unfinished seed: from artifact art-1"), std::string::npos) << text.out;
+  kv_.CreateBucket("app");
+  Exit m = Mirror("app", Fold());
+  EXPECT_NE(m.code, 0);
+  EXPECT_NE(m.err.find("unfinished seed from artifact art-1"), std::string::npos) << m.err;
 }
 
 // Key lookups for scripts: get prints a value's bytes or exits 4 with
