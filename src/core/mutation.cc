@@ -54,6 +54,7 @@ constexpr const char* kKnown[] = {
     "fold-skip-wal-sync",        // rocks fold: a commit returns before its WAL is synced
     "seed-skip-verify-pass",     // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",  // seed: cursor set before the final commit
+    "loader-ingest-early",       // fold loader: staged entries visible before Finish
     "pointer-any-direction",     // pointer rule: the pointer may move backward
     "manifest-skip-checksum",    // manifest frame: checksum not checked
     "chunk-skip-sha256",         // chunk reader: SHA-256 not checked
