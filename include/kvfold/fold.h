@@ -50,6 +50,9 @@ struct FoldMeta {
   // Set while a seed is applying artifact chunks (entries without a cursor
   // yet): the artifact id, so a re-run can finish the same seed.
   std::string seeding;
+  // A seed stopped part way: a watch refuses the fold until a seed of the
+  // same artifact (or one that discards it) finishes.
+  bool unfinished_seed() const { return !cursor && !seeding.empty(); }
   // The eviction memo (README, "Repair policies"): set once this fold has seen its bucket
   // evict current values, and never cleared. A key that aged out stays
   // missing from key listings even after the limit is removed, so a listing

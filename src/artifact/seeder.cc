@@ -68,7 +68,7 @@ Status Seed::CheckFold() {
   // Metadata alone does not make a fold non-empty: a first mirror whose
   // delivery broke before any message records bucket and scope, nothing else.
   untouched_ = !meta_.cursor && meta_.entries == 0 && meta_.seeding.empty();
-  unfinished_ = !meta_.cursor && !meta_.seeding.empty();
+  unfinished_ = meta_.unfinished_seed();
   if (!untouched_ && !unfinished_) {
     return Status::FailedPrecondition(
         "the fold is not empty (cursor " +

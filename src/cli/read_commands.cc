@@ -99,7 +99,7 @@ int RunStatus(const ReadFlags& f) {
   const std::vector<std::string> scope = meta->scope ? *meta->scope : std::vector<std::string>{};
   // A seed that stopped part way: a mirror refuses the fold until
   // `kvfold seed` finishes it, so an operator must see it here.
-  const bool unfinished_seed = !meta->cursor && !meta->seeding.empty();
+  const bool unfinished_seed = meta->unfinished_seed();
   if (f.json) {
     json out = {
         {"fold", f.fold},

@@ -57,7 +57,7 @@ Status WatchLoop::Prepare() {
         " but this watch asks for " + opt_.scope.ToString() +
         "; use the same scope or another fold directory");
   }
-  if (!meta->cursor && !meta->seeding.empty()) {
+  if (meta->unfinished_seed()) {
     return Status::FailedPrecondition("the fold holds an unfinished seed from artifact " +
                                       meta->seeding + "; re-run `kvfold seed` to finish it");
   }
