@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
 [ -x build/tests/kvfold_sim ] || scripts/build.sh build
 
-scripts/tsan.sh build-tsan
+# A failure of a tier is reported at the end; the others still run.
+rc=0
+scripts/tsan.sh build-tsan || rc=$?
 KVFOLD_KILLS=${KVFOLD_KILLS:-300} build/tests/kvfold_crash_tests --gtest_brief=1
 build/tests/kvfold_sim --deep
 
@@ -36,8 +38,6 @@ KVFOLD_NATS_SERVER=${KVFOLD_NATS_SERVER:-$newest} \
 # CI partitions its cluster on the newest server; here the system's (2.9
 # on Debian 12), whose replicas may drift after a partition: the scenario
 # says so plainly when they do (see docs/testing.md).
-# A failure here is reported at the end; the fuzzers still run.
-rc=0
 NETFAULTS_SCENARIOS=cluster NETFAULTS_CLUSTER_SERVER=$(command -v nats-server) scripts/netfaults.sh build ||
   rc=$?
 

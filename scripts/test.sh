@@ -119,7 +119,6 @@ step "ASan tests"
 # its own build and a second pass of the unit and live tests cost about 11
 # minutes, past CI's budget.
 
-
 # Every correctness step has a test that fails without it (run-time switch).
 cmake --build build-asan -j2 --target kvfold_sim
 step "sim (ASan) build"
