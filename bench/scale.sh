@@ -4,9 +4,15 @@
 # catch-up into a new durable fold, then export and seed of that fold;
 # then Fold::Get latency on the largest fold while it catches up a backlog
 # of N/10 updates, and resume with 100 new updates on it against a 10k fold.
-# Writes bench/REPORT-scale.md with a chart (bench/scale.svg).
+# Writes bench/REPORT-scale.md (or --report's path) with a chart beside it
+# (REPORT-scale.svg).
 
 read -r -a sizes <<<"$scale_sizes"
+report=${report_path:-bench/REPORT-scale.md}
+chart=${report%.md}.svg
+# nats-server 2.9 takes 8-14 s to create a consumer on a 10M-message
+# stream, past the 5 s default of every request.
+mirror+=(--request-timeout 60s)
 [ "${#sizes[@]}" -ge 2 ] || { echo "bench/run: --scale needs at least two sizes" >&2; exit 2; }
 for ((i = 1; i < ${#sizes[@]}; i++)); do
   [ "${sizes[i]}" -gt "${sizes[i - 1]}" ] || { echo "bench/run: --sizes must ascend" >&2; exit 2; }
@@ -108,9 +114,8 @@ awk -v title="kvfold catch-up against N ($server_version)" '
       printf "</g>\n"
     }
     printf "</svg>\n"
-  }' "$work/rows" >bench/scale.svg
+  }' "$work/rows" >"$chart"
 
-report=bench/REPORT-scale.md
 {
   echo "# kvfold at scale"
   echo
@@ -131,7 +136,7 @@ report=bench/REPORT-scale.md
   echo
   echo "    $(cat "$work/getlat")"
   echo
-  echo "![time and peak RSS against N](scale.svg)"
+  echo "![time and peak RSS against N]($(basename "$chart"))"
   echo
   echo "## Every timing (seconds, peak RSS KB, user and system CPU seconds)"
   echo
@@ -147,7 +152,7 @@ report=bench/REPORT-scale.md
   echo '```sh'
   echo "kvfold_bench_tool load --server URL --bucket sN --keys N"
   echo "kvfold_bench_tool raw --server URL --bucket sN                      # the wire"
-  echo "kvfold mirror --server URL --bucket sN --fold F --until-caught-up     # catch-up (then resume)"
+  echo "kvfold mirror --server URL --bucket sN --fold F --until-caught-up --request-timeout 60s  # catch-up (then resume)"
   echo "kvfold export --fold F --to dir:A ; kvfold seed --fold G --from dir:A"
   echo "kvfold_bench_tool getlat --server URL --bucket sN --fold F --keys N  # after loading N/10 updates"
   echo '```'
