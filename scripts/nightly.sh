@@ -22,7 +22,8 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"
 [ -x build/tests/kvfold_sim ] || scripts/build.sh build
 
-# A failure of a tier is reported at the end; the others still run.
+# A failure of TSan, of netfaults' cluster scenario or of a fuzzer sets the
+# exit code and the later tiers still run; the others stop the run.
 rc=0
 scripts/tsan.sh build-tsan || rc=$?
 KVFOLD_KILLS=${KVFOLD_KILLS:-300} build/tests/kvfold_crash_tests --gtest_brief=1
