@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config clang-format
+  build-essential cmake pkg-config clang-format ccache
   libnats-dev librocksdb-dev libzstd-dev
   libprotobuf-dev protobuf-compiler libssl-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev

@@ -15,6 +15,14 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/sbin:/sbin"   # Debian installs nats-server in sbin
 
 scripts/install-deps.sh
+# Every build below compiles through ccache (CMake reads the launcher from
+# the environment), cached outside the clone: a repeat run on this machine
+# recompiles only what changed. Paths are hashed relative to the clone, so
+# a fresh clone elsewhere hits the same cache.
+export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+export CCACHE_DIR=${KVFOLD_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kvfold/ccache}
+export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+ccache --zero-stats >/dev/null
 # The S3 transport's live tests start s3rver (from the npm registry); in
 # CI a missing one fails them instead of skipping them.
 KVFOLD_S3RVER=$(scripts/fetch-s3rver.sh)
@@ -125,4 +133,5 @@ step "sim (ASan) build"
 scripts/mutations.sh build-asan
 step "mutations"
 
+echo "test.sh: ccache: $(ccache --print-stats | awk -F'\t' '$1 ~ /^direct_cache_hit|^preprocessed_cache_hit|^cache_miss/ {printf "%s %s ", $1, $2}')"
 echo "test.sh: all tests passed in $(( $(date +%s) - start )) s"

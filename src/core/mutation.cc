@@ -9,15 +9,16 @@ namespace {
 
 // Every mutation point in the code base; scripts/mutations.sh runs each.
 constexpr const char* kKnown[] = {
-    "window-skip-check",            // watcher: no window check at a session's start
-    "window-ignore-identity",       // window: a recreated stream passes
-    "window-ignore-first-seq",      // window: evicted history passes
-    "window-trust-lagging-view",    // watcher: a lagging replica's head is taken for a reset
-    "window-ignore-marker-window",  // watcher: a cursor older than the marker TTL resumes
-    "floor-ignore-marker-window",   // watcher: a stretch read after the marker TTL passes
-    "anchor-skip-refresh",          // watcher: an idle cursor's new anchor never reaches the fold
-    "marker-ttl-raise-at-once",     // marker TTL: a raise counts for markers written before it
-    "floor-skip-midwatch",          // watcher: the mid-watch floor check never trips
+    "window-skip-check",                   // watcher: no window check at a session's start
+    "window-ignore-identity",              // window: a recreated stream passes
+    "window-ignore-first-seq",             // window: evicted history passes
+    "window-trust-lagging-view",           // watcher: a lagging replica's head is taken for a reset
+    "window-lagging-below-received-only",  // watcher: a head below a relist's floor is a reset
+    "window-ignore-marker-window",         // watcher: a cursor older than the marker TTL resumes
+    "floor-ignore-marker-window",          // watcher: a stretch read after the marker TTL passes
+    "anchor-skip-refresh",       // watcher: an idle cursor's new anchor never reaches the fold
+    "marker-ttl-raise-at-once",  // marker TTL: a raise counts for markers written before it
+    "floor-skip-midwatch",       // watcher: the mid-watch floor check never trips
     "watch-keep-delivery-after-move",  // watcher: a session goes on after a read moved the source
     "watch-keep-delivery-after-start-move",  // watcher: a delivery's start check moved the source
     "delivery-forget-stranded-consumer",     // delivery: an unanswered consumer delete is dropped
@@ -25,12 +26,14 @@ constexpr const char* kKnown[] = {
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
     "repair-skip-flush",                     // watcher: repairs without flushing what was received
-    "retention-listing-always-truth",        // retention: a listing is trusted after eviction
-    "choose-relist-on-evicting",             // policy: relist runs where the listing is not truth
-    "restore-ignore-identity",               // restore: an artifact of another stream is used
-    "restore-ignore-scope",                  // restore: an artifact of a narrower scope is used
-    "restore-ignore-ahead",                  // restore: a stale artifact is used
-    "restore-ignore-retention",              // restore: an artifact outside retention is used
+    "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
+    "repair-recreated-keeps-old-memo",    // watcher: a recreated stream inherits the eviction memo
+    "retention-listing-always-truth",     // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",          // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",            // restore: an artifact of another stream is used
+    "restore-ignore-scope",               // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",               // restore: a stale artifact is used
+    "restore-ignore-retention",           // restore: an artifact outside retention is used
     "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted

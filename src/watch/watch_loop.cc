@@ -331,7 +331,7 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
                  "scheduled every " + std::to_string(opt_.reconcile_every.count()) + " ms");
     }
     if (repair_cause_) {
-      KVFOLD_RETURN_IF_ERROR(DrainBeforeRepair(delivery));
+      KVFOLD_RETURN_IF_ERROR(DrainBeforeRepair(delivery, sequential_from));
       *end = SessionEnd::kRepair;
       return Status::OK();
     }
@@ -370,13 +370,20 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
 }
 
 // Folds what already arrived before a repair: it is received, and a restore
-// would otherwise have to cover it too. Bounded: a busy stream must not
-// postpone the repair forever.
-Status WatchLoop::DrainBeforeRepair(Delivery& delivery) {
+// would otherwise have to cover it too. Each message passes the same gates
+// as a live one (Take): the next session's start trusts everything received
+// as checked. Bounded: a busy stream must not postpone the repair forever.
+Status WatchLoop::DrainBeforeRepair(Delivery& delivery, uint64_t sequential_from) {
   for (size_t drained = 0; drained < std::max<size_t>(opt_.batch_size, 10000); ++drained) {
     auto ev = delivery.Next(milliseconds(1));
     if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
-    KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+    if (KVFOLD_MUTANT("drain-apply-unchecked")) {
+      KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+      continue;
+    }
+    bool keep = true;
+    KVFOLD_RETURN_IF_ERROR(Take(ev->message, sequential_from, &keep));
+    if (!keep) break;  // the rest comes again after received
   }
   return Status::OK();
 }
@@ -394,8 +401,7 @@ milliseconds WatchLoop::NextTimeout(Clock::TimePoint now, bool in_flight, const 
   return std::min(timeout, std::max(probe_in, milliseconds(1)));
 }
 
-Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
-                            bool* keep) {
+Status WatchLoop::Take(const BucketMessage& m, uint64_t sequential_from, bool* keep) {
   auto skipped = SkippedBeforeRollup(m, sequential_from);
   if (!skipped.ok()) {
     if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
@@ -409,7 +415,13 @@ Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bo
     *keep = false;  // the next session starts after received
     return Status::OK();
   }
-  KVFOLD_RETURN_IF_ERROR(Apply(m));
+  return Apply(m);
+}
+
+Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
+                            bool* keep) {
+  KVFOLD_RETURN_IF_ERROR(Take(m, sequential_from, keep));
+  if (!*keep) return Status::OK();
   // A hint only: it makes the probe come sooner, it proves nothing.
   if (m.pending == 0) probe_soon_ = true;
   if (floor_due) {
@@ -521,7 +533,13 @@ Status WatchLoop::Apply(const BucketMessage& m) {
 }
 
 Status WatchLoop::LaggingView(const StreamState& state) {
-  const auto received = guard_.received();
+  // The position the window check compares the head with: what was
+  // received, or above it the frontier a relist raised to its listing's
+  // head. A head below either is a view behind what this watch saw.
+  std::optional<uint64_t> received = guard_.received();
+  if (received && !KVFOLD_MUTANT("window-lagging-below-received-only")) {
+    received = std::max(*received, guard_.Frontier(state));
+  }
   if (stream_created_.empty() || state.created != stream_created_ || !received ||
       state.last_seq >= *received || KVFOLD_MUTANT("window-trust-lagging-view")) {
     lagging_since_.reset();
@@ -534,7 +552,8 @@ Status WatchLoop::LaggingView(const StreamState& state) {
   return Status::Unavailable(
       "stream KV_" + source_.bucket() + " as the server reports it ends at sequence " +
       std::to_string(state.last_seq) + ", before sequence " + std::to_string(*received) +
-      " this watch already received from the same stream: a replica that has not caught up "
+      " this watch already received or listed from the same stream: a replica that has not caught "
+      "up "
       "(after a partition, say); waiting for it (a view behind for " +
       std::to_string(
           std::chrono::duration_cast<std::chrono::seconds>(kLaggingViewPatience).count()) +
@@ -649,9 +668,11 @@ Status WatchLoop::Repair() {
     memo.eviction_observed = true;
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
   }
-  const Retention retention = ClassifyRetention(plan.state, eviction_observed_);
-  plan.choice = core::ChooseRepair(opt_.repair, plan.cause, retention);
   plan.rebase = plan.cause == core::RepairCause::kRecreated;
+  // Judged with the memo the repair runs under: a recreated stream's
+  // listing by that stream alone (RepairCtx).
+  const Retention retention = ClassifyRetention(plan.state, RepairCtx(plan).eviction_observed);
+  plan.choice = core::ChooseRepair(opt_.repair, plan.cause, retention);
   repair_kind_ = RepairKindOf(plan);
   Log(std::string("repair: ") + core::RepairCauseName(plan.cause) + " (" + plan.why + "); bucket " +
       DescribeRetention(plan.state, retention) + "; policy " +
@@ -701,9 +722,10 @@ std::string WatchLoop::RepairRecord(const RepairPlan& plan, const std::string& o
          core::RepairCauseName(plan.cause) + ": " + outcome + " at " + UtcNow();
 }
 
-repair::RepairContext WatchLoop::RepairCtx() const {
+repair::RepairContext WatchLoop::RepairCtx(const RepairPlan& plan) const {
   repair::RepairContext ctx(source_, fold_, clock_);
-  ctx.eviction_observed = eviction_observed_;
+  ctx.eviction_observed =
+      eviction_observed_ && (!plan.rebase || KVFOLD_MUTANT("repair-recreated-keeps-old-memo"));
   ctx.artifacts = opt_.artifacts;
   ctx.repair_timeout = opt_.repair_timeout;
   ctx.backoff_min = opt_.reconnect_backoff_min;
@@ -731,7 +753,7 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
   repair::RelistResult r;
   const ChangeOrigin origin = plan.cause == core::RepairCause::kReconcile ? ChangeOrigin::kReconcile
                                                                           : ChangeOrigin::kRelist;
-  repair::RepairContext ctx = RepairCtx();
+  repair::RepairContext ctx = RepairCtx(plan);
   Status s = repair::RunRelist(ctx, opt_.scope, origin, plan.rebase, final_meta, &r);
   if (s.IsFailedPrecondition()) {
     // The bucket began evicting during the listing: decide again with
@@ -788,7 +810,7 @@ Status WatchLoop::Restore(const RepairPlan& plan) {
     req.fold_cursor = pipeline_.committed();
   }
   repair::RestoreResult r;
-  repair::RepairContext ctx = RepairCtx();
+  repair::RepairContext ctx = RepairCtx(plan);
   Status s = repair::RunRestore(ctx, req, &r);
   if (!s.ok()) {
     if (s.IsCursorExpired()) return Status::CursorExpired(plan.why + ". " + s.message());

@@ -81,10 +81,14 @@ class WatchLoop {
   // with *keep false when the session ends (the next one starts after
   // what was received).
   Status Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end);
-  Status DrainBeforeRepair(Delivery& delivery);
+  Status DrainBeforeRepair(Delivery& delivery, uint64_t sequential_from);
   // How long the next read may wait, as of `now`; `in_flight`: a batch
   // was in flight then.
   std::chrono::milliseconds NextTimeout(Clock::TimePoint now, bool in_flight, const Pace& pace);
+  // The one way a delivered message enters the fold, live or drained
+  // before a repair: the roll-up skip check, then Apply. *keep false: the
+  // delivery skipped something, and the next session starts after received.
+  Status Take(const BucketMessage& message, uint64_t sequential_from, bool* keep);
   Status OnMessage(const BucketMessage& message, uint64_t sequential_from, bool floor_due,
                    bool* keep);
   Status OnIdle(bool floor_due, Pace* pace, bool* keep);
@@ -113,8 +117,10 @@ class WatchLoop {
   static std::optional<RepairKind> RepairKindOf(const RepairPlan& plan);
   // The fold's last_repair line for `outcome`.
   std::string RepairRecord(const RepairPlan& plan, const std::string& outcome) const;
-  // The narrow contract a repair runs under.
-  repair::RepairContext RepairCtx() const;
+  // The narrow contract a repair runs under. Its eviction memo is the
+  // fold's, except for a rebuild on a recreated stream: the memo was about
+  // the old stream, and the new one's listing is judged by itself.
+  repair::RepairContext RepairCtx(const RepairPlan& plan) const;
   void RecordRepairOutcome(const Status& s);
   void NoteRetention(const StreamState& state);
   void NeedRepair(core::RepairCause cause, std::string why) {

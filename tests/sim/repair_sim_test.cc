@@ -520,6 +520,31 @@ TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
+// The fold's eviction memo is about the stream it mirrored (issue 31, 5):
+// an old stream that evicted, recreated without limits, has a listing that
+// is the truth. Auto rebuilds by relist, with no artifact (none of the new
+// stream could ever be published where the old one's pointer stands), and
+// the rebuilt fold's memo is the new stream's.
+TEST(RepairSimTest, ARecreatedStreamWithoutLimitsIsRelistedDespiteTheOldStreamsMemo) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  Node n;
+  for (int i = 0; i < 30; ++i) {
+    b.Put("k." + std::to_string(i % 12), "old" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, n).ok());
+  }
+  ASSERT_TRUE(n.fold->ReadMeta()->eviction_observed);
+  b.Recreate();
+  b.SetMaxMsgs(0);
+  for (int i = 0; i < 5; ++i) b.Put("n." + std::to_string(i), "new");
+  Status s = RunNode(b, n);  // auto, no artifacts
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+  EXPECT_FALSE(n.fold->ReadMeta()->eviction_observed);
+  EXPECT_EQ(n.fold->ReadMeta()->stream_created, b.ReadStream()->created);
+}
+
 // n mirrors 40 writes of a stream that is then recreated with max_msgs 10;
 // a mirrors the new stream's first 10 writes and exports them to `arts`,
 // before the new stream evicts anything.

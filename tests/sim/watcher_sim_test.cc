@@ -528,6 +528,89 @@ TEST(WatcherSimTest, PurgeThatMovedABehindDeliveryForwardLosesNothing) {
   }));
 }
 
+// The same roll-up skip, met by the drain before a repair (issue 31, 1): a
+// reconcile falls due right after the purge is stored, so the purge that
+// moved the delivery forward arrives in the drain. The drain passes the
+// same roll-up check as a live message: the puts it skipped are fetched by
+// the next session, not lost behind a reconcile that fetches no values.
+TEST(WatcherSimTest, APurgeThatMovedTheDeliveryForwardIsCheckedInTheDrainBeforeARepair) {
+  SimBucket b;
+  b.SetRollupSkips(true);
+  WriteHistory(b, 4);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  WriteHistory(b, 8);
+  sim::InstantSleepClock clock;
+  WatchOptions o = FastOptions();
+  o.clock = &clock;
+  o.reconcile_every = std::chrono::hours(1);
+  bool purged = false;
+  bool reconciled = false;
+  o.log = [&](std::string_view l) {
+    if (l.find("reconcile done") != std::string_view::npos) reconciled = true;
+  };
+  o.apply = [&](const Change&) {
+    if (!purged) {
+      purged = true;  // stored while the delivery has sent one message
+      b.Put("a.9", "x");
+      b.Purge("b.1");
+      clock.SleepFor(std::chrono::hours(2), std::stop_token());  // the reconcile is due
+    }
+    return Status::OK();
+  };
+  Status s = Watch(b, *fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(purged);
+  EXPECT_TRUE(reconciled);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// A relist raises the frontier to its listing's head, above what was
+// received (issue 31, 6): here a reconcile of scope a. lists up to the
+// head, past writes outside the scope. A stale replica that then answers
+// with a head between the two is a lagging view, waited for like any
+// other, not a recreated stream: no rebuild, no cursor back to 0.
+TEST(WatcherSimTest, AHeadBelowARelistsFloorIsALaggingViewNotARecreatedStream) {
+  SimBucket b;
+  b.set_server_filters(true);
+  WatchOptions o = FastOptions();
+  o.scope = *Scope::Make({"a."});
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  b.set_idle_clock(&clock);
+  for (int i = 0; i < 4; ++i) b.Put("a." + std::to_string(i), "v");
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold, o).status.ok());
+  b.Put("a.1", "w");
+  const uint64_t received = b.Put("a.2", "w");
+  for (int i = 0; i < 6; ++i) b.Put("c." + std::to_string(i), "out of scope");
+  const uint64_t head = b.last_seq();
+  o.reconcile_every = std::chrono::hours(1);
+  bool opened = false;
+  b.on_open = [&] {  // the reconcile falls due as the first delivery opens
+    if (!std::exchange(opened, true)) clock.SleepFor(std::chrono::hours(2), std::stop_token());
+  };
+  bool stale_armed = false;
+  b.during_listing = [&] {
+    if (!std::exchange(stale_armed, true)) b.ReportStaleHead(3, received);  // in [R, L)
+  };
+  std::vector<std::string> log;
+  o.log = [&log](std::string_view line) { log.emplace_back(line); };
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_TRUE(stale_armed);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(o.scope));
+  EXPECT_EQ(fold->ReadMeta()->cursor, head);
+  ExpectMonotonicHook(r.changes);
+  auto logged = [&log](std::string_view what) {
+    return std::any_of(log.begin(), log.end(),
+                       [what](const std::string& l) { return l.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(logged("reconcile done"));
+  EXPECT_FALSE(logged("reset or recreated"));
+  EXPECT_TRUE(logged("a replica that has not caught up"));
+}
+
 TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
   SimBucket b;
   WriteHistory(b, 6);
