@@ -6,12 +6,17 @@
 # delivery through a dropping proxy (a real nats-server), then the
 # fault-schedule simulation's quick tier (faults inside the store); the
 # first tier that fails catches it.
-#   scripts/mutations.sh [BUILD_DIR]      (default build-asan, as test.sh builds it)
-# Prints `mutation NAME: caught by TIER` per mutant, then exactly one line
-# `mutations: K/N caught`, and lists the survivors.
+#   scripts/mutations.sh [BUILD_DIR] [JOBS]
+# BUILD_DIR (default build, as test.sh builds it) must be configured with
+# -DKVFOLD_MUTATIONS=ON. JOBS workers (default 2) take the mutants in turn,
+# side by side, each with a port range of its own for the live tier
+# (KVFOLD_TEST_PORTS). Prints `mutation NAME: caught by TIER` per mutant, in
+# the list's order, then exactly one line `mutations: K/N caught`, and lists
+# the survivors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=${1:-build-asan}
+dir=${1:-build}
+jobs=${2:-2}
 unit="$dir/tests/kvfold_unit_tests"
 sim="$dir/tests/kvfold_sim"
 live="$dir/tests/kvfold_live_tests"
@@ -27,32 +32,54 @@ if [ -n "$unlisted" ]; then
   echo "mutations: points missing from src/core/mutation.cc's list: $unlisted" >&2
   exit 1
 fi
-log=$(mktemp -t kvfold-mutant-XXXXXX)
-trap 'rm -f "$log"' EXIT
+work=$(mktemp -d -t kvfold-mutants-XXXXXX)
+trap 'rm -rf "$work"' EXIT
 
-# A mutant that makes a tier hang is caught too, after the timeout.
+# Prints the first tier that fails with mutant $1, or nothing. A mutant
+# that makes a tier hang is caught too, after the timeout.
 caught_by() {
-  local m=$1
+  local m=$1 log=$2
   # --gtest_fail_fast: the first failing test is enough to catch it.
   KVFOLD_MUTATION="$m" timeout 180 "$unit" --gtest_brief=1 --gtest_fail_fast >"$log" 2>&1 ||
     { echo unit; return; }
   KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \
     --gtest_filter='DeliveryGapLiveTest.*:WatchLiveTest.LimitMarker*' >"$log" 2>&1 ||
     { echo live; return; }
-  KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast >"$log" 2>&1 || { echo sim; return; }
+  KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast --threads 2 >"$log" 2>&1 ||
+    { echo sim; return; }
   echo ""
 }
 
+# Worker w takes mutants w, w+jobs, ...; its ports are its share of
+# KVFOLD_TEST_PORTS (default 10000-31999), so workers never collide.
+range=${KVFOLD_TEST_PORTS:-10000-31999}
+low=${range%-*} span=$(((${range#*-} - ${range%-*} + 1) / jobs))
+worker() {
+  local w=$1 i=0 m
+  export KVFOLD_TEST_PORTS="$((low + w * span))-$((low + (w + 1) * span - 1))"
+  for m in $mutants; do
+    if [ $((i % jobs)) = "$w" ]; then
+      echo "$i $m $(caught_by "$m" "$work/log.$w")"
+    fi
+    i=$((i + 1))
+  done >"$work/result.$w"
+}
+pids=()
+for w in $(seq 0 $((jobs - 1))); do
+  worker "$w" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
 survivors=()
-for m in $mutants; do
-  tier=$(caught_by "$m")
+while read -r _ m tier; do
   if [ -z "$tier" ]; then
     echo "mutation $m: NOT caught"
     survivors+=("$m")
   else
     echo "mutation $m: caught by $tier"
   fi
-done
+done < <(cat "$work"/result.* | sort -n)
 total=$(echo "$mutants" | wc -w)
 echo "mutations: $((total - ${#survivors[@]}))/$total caught"
 if [ "${#survivors[@]}" -gt 0 ]; then

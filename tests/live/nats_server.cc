@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace kvfold::live {
@@ -28,6 +29,23 @@ int EphemeralLow() {
   return in >> low && low > 11000 ? low : 32768;
 }
 
+// The ports this process may pick from: KVFOLD_TEST_PORTS="LOW-HIGH" when
+// set (scripts/test.sh gives each tier it runs side by side a range of its
+// own, so two processes never pick the same port), else 10000 up to the
+// ephemeral range.
+std::pair<int, int> PortRange() {
+  const int low = 10000, high = EphemeralLow();
+  const char* env = std::getenv("KVFOLD_TEST_PORTS");
+  if (env == nullptr || *env == '\0') return {low, high};
+  int a = 0, b = 0;
+  if (std::sscanf(env, "%d-%d", &a, &b) != 2 || a < 1024 || b <= a || b > 65535) {
+    std::fprintf(stderr, "KVFOLD_TEST_PORTS=%s: expected LOW-HIGH, 1024 <= LOW < HIGH <= 65535\n",
+                 env);
+    std::abort();
+  }
+  return {a, b};
+}
+
 }  // namespace
 
 std::vector<int> FreePorts(int n) {
@@ -39,7 +57,7 @@ std::vector<int> FreePorts(int n) {
   static std::mt19937 pick(
       static_cast<uint32_t>(getpid()) ^
       static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-  const int low = 10000, high = EphemeralLow();
+  const auto [low, high] = PortRange();
   std::vector<int> fds;
   std::vector<int> ports;
   while (static_cast<int>(ports.size()) < n) {
