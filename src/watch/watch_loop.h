@@ -9,6 +9,12 @@
 //  - the loop itself: sessions, the retention it last read, repair
 //    orchestration, which re-anchors both rooms through ReanchorToFold.
 //
+// Its jobs live in four files: watch_loop.cc (prepare, the run loop,
+// retention), watch_session.cc (sessions, delivery and the one way a
+// message enters the fold), watch_floor.cc (floor checks, probes, the
+// lagging view) and watch_repair.cc (the drain, repair plans and drivers,
+// ReanchorToFold).
+//
 // Not thread-safe: Watch() runs one on the calling thread.
 
 #ifndef KVFOLD_WATCH_WATCH_LOOP_H_

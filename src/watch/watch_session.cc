@@ -1,0 +1,364 @@
+// The watch loop's sessions (watch/watch_loop.h): the window check at a
+// session's start, opening a delivery, the event pump, and the one way a
+// delivered message enters the fold (Take: the roll-up skip check, then
+// Apply).
+
+#include <algorithm>
+#include <utility>
+
+#include "core/change_report.h"
+#include "core/marker_window.h"
+#include "core/mutation.h"
+#include "core/window.h"
+#include "kvfold/retention.h"
+#include "watch/watch_loop.h"
+
+namespace kvfold {
+
+using std::chrono::milliseconds;
+
+void WatchLoop::CheckStart(const StreamState& state) {
+  std::string why;
+  const auto& received = guard_.received();
+  const std::optional<uint64_t> frontier =
+      received && !sync_next_ ? std::optional<uint64_t>(guard_.Frontier(state)) : std::nullopt;
+  if (!KVFOLD_MUTANT("window-skip-check")) {
+    switch (core::CheckWindow(source_.bucket(), state, frontier, stream_created_, &why)) {
+      case core::WindowFault::kRecreated:
+        return NeedRepair(core::RepairCause::kRecreated, why);
+      case core::WindowFault::kExpired:
+        return NeedRepair(core::RepairCause::kExpired, why);
+      case core::WindowFault::kNone:
+        break;
+    }
+    // The marker window, by the server's own clock in this very reply. A
+    // stream that stored nothing after the position is current by itself.
+    if (frontier && state.last_seq <= *received && !guard_.anchor_lost()) {
+      guard_.ReanchorReceived(state.server_time_ns);
+    }
+    const StreamState measured = marker_ttl_.Apply(state);
+    const auto window = core::MarkerWindowNs(measured);
+    if (frontier && window && !KVFOLD_MUTANT("window-ignore-marker-window") &&
+        !guard_.ReceivedInsideWindow(state.server_time_ns, *window)) {
+      return NeedRepair(core::RepairCause::kExpired,
+                        guard_.anchor_lost()
+                            ? "a stretch after sequence " + std::to_string(guard_.verified()) +
+                                  " was read outside the marker window"
+                            : core::DescribeMarkerWindowMiss(
+                                  "cursor " + std::to_string(*received), source_.bucket(),
+                                  guard_.received_anchor(), state.server_time_ns, measured));
+    }
+  }
+  if (received || sync_next_) return;
+  if (unanchored_) {
+    return NeedRepair(core::RepairCause::kUnanchored,
+                      "the fold holds data but no cursor, so it cannot tell what it has missed");
+  }
+  const Retention r = ClassifyRetention(state, eviction_observed_);
+  if (!r.listing_is_truth) {
+    NeedRepair(core::RepairCause::kFreshStart,
+               "a new fold on a bucket that has already evicted current values: a state sync "
+               "would miss keys that aged out");
+  }
+}
+
+Status WatchLoop::Session(SessionEnd* end) {
+  *end = SessionEnd::kBroken;
+  auto state = ReadState();
+  if (!state.ok()) {
+    if (state.status().IsUnavailable()) {
+      Log(LogLevel::kWarning, "reading stream state: " + state.status().message());
+      return Status::OK();
+    }
+    return state.status();
+  }
+  if (opt_.until_caught_up && !target_) target_ = state->last_seq;
+  NoteRetention(*state);
+  CheckStart(*state);
+  if (repair_cause_) {
+    *end = SessionEnd::kRepair;
+    return Status::OK();
+  }
+  // The frontier is proven at the start of every session: everything
+  // received before this read was scanned by an earlier delivery.
+  if (!sync_next_) guard_.VerifyReceived();
+  if (stream_created_.empty()) {
+    stream_created_ = state->created;
+    pipeline_.pending().meta().stream_created = stream_created_;
+  }
+  AdvanceCursor();
+  if (CaughtUp() || opt_.stop.stop_requested()) {
+    *end = SessionEnd::kDone;
+    return Status::OK();
+  }
+
+  return Deliver(*state, end);
+}
+
+Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
+  // No repair is due: one that was interrupted has been overtaken.
+  if (opt_.metrics) opt_.metrics->RecordRepairRunning(false);
+  const bool sync = !guard_.received() || sync_next_;
+  DeliveryStart start;
+  if (!sync) {
+    start.from_seq = *guard_.received() + 1;
+  } else if (state.history == 1) {
+    // Where each key keeps one message, everything retained *is* each key's
+    // last message: a sequential read from the first, which the server
+    // streams far faster than a last-per-subject walk. Folding it gives the
+    // same fold even if history were raised meanwhile, only more messages.
+    start.from_seq = std::max<uint64_t>(state.first_seq, 1);
+  }
+  moved_since_open_ = false;
+  auto opened = source_.Open(start, opt_.scope);
+  const bool moved = NoteSourceMove(opened.ok());
+  if (!opened.ok()) {
+    if (opened.status().IsUnavailable()) {
+      Log(LogLevel::kWarning, "opening a delivery: " + opened.status().message());
+      return Status::OK();
+    }
+    return opened.status();
+  }
+  // Its start came from the old server's state: a session on the new one
+  // reads the stream there first.
+  if (moved) return Status::OK();
+  std::unique_ptr<Delivery> delivery = std::move(opened).value();
+  if (opt_.metrics && deliveries_opened_ > 0) opt_.metrics->RecordReconnect();
+  ++deliveries_opened_;
+  // Again after the consumer exists: retention may have moved the head
+  // between the first check and the consumer's creation, and the server
+  // would clamp the start without a word.
+  auto after = ReadState();
+  if (!after.ok()) {
+    if (after.status().IsUnavailable()) return Status::OK();
+    return after.status();
+  }
+  // The delivery is on the old server, the state from the new: start over.
+  if (moved_since_open_ && !KVFOLD_MUTANT("watch-keep-delivery-after-start-move")) {
+    return Status::OK();
+  }
+  NoteRetention(*after);
+  CheckStart(*after);
+  if (repair_cause_) {
+    *end = SessionEnd::kRepair;
+    return Status::OK();
+  }
+  if (sync) {
+    // A state sync delivers every key's last message as of the consumer's
+    // creation: what retention removed before is superseded, or (only with
+    // repair none, which warned) accepted as gone.
+    guard_.StartStateSync(after->first_seq, after->server_time_ns,
+                          /*forget_received=*/sync_next_);
+    sync_next_ = false;
+  }
+  last_floor_check_ = clock_.Now();
+  // Where the delivery reads the stream in sequence order: from its start,
+  // or, after a last-per-subject state sync, from past the stream's end as
+  // it stood once the consumer existed.
+  const uint64_t sequential_from = start.from_seq ? *start.from_seq : after->last_seq + 1;
+  // Only this delivery may rely on it: another one (after a reset) starts
+  // from a sequence and brings every message after it.
+  new_keys_through_ = sync && std::exchange(fold_empty_, false) ? state.last_seq : 0;
+  if (new_keys_through_ != 0 && KVFOLD_MUTANT("watch-new-keys-past-sync")) {
+    new_keys_through_ = UINT64_MAX;
+  }
+  return Pump(*delivery, sequential_from, end);
+}
+
+Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd* end) {
+  probe_soon_ = true;
+  Pace pace{clock_.Now(), opt_.idle_probe};
+  while (true) {
+    if (opt_.stop.stop_requested() || CaughtUp()) {
+      *end = SessionEnd::kDone;
+      return Status::OK();
+    }
+    if (opt_.reconcile_every.count() > 0 && clock_.Now() >= next_reconcile_) {
+      next_reconcile_ = clock_.Now() + opt_.reconcile_every;
+      NeedRepair(core::RepairCause::kReconcile,
+                 "scheduled every " + std::to_string(opt_.reconcile_every.count()) + " ms");
+    }
+    if (repair_cause_) {
+      KVFOLD_RETURN_IF_ERROR(DrainBeforeRepair(delivery, sequential_from));
+      *end = SessionEnd::kRepair;
+      return Status::OK();
+    }
+    const auto now = clock_.Now();
+    const bool in_flight = pipeline_.in_flight();
+    if (in_flight) KVFOLD_RETURN_IF_ERROR(pipeline_.CollectIfFinished());
+    auto ev = delivery.Next(NextTimeout(now, in_flight, pace));
+    if (!ev.ok()) return ev.status();
+    const auto arrived = clock_.Now();  // one reading per event
+    const bool floor_due = guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check;
+    bool keep = true;  // false: the session ends (a reset, a failed read)
+    switch (ev->kind) {
+      case DeliveryEvent::Kind::kMessage:
+        pace.last_activity = arrived;
+        KVFOLD_RETURN_IF_ERROR(OnMessage(ev->message, sequential_from, floor_due, &keep));
+        break;
+      case DeliveryEvent::Kind::kTimeout:
+        KVFOLD_RETURN_IF_ERROR(OnIdle(floor_due, &pace, &keep));
+        break;
+      case DeliveryEvent::Kind::kReset:
+        if (opt_.metrics) opt_.metrics->RecordReset(ev->cause);
+        Log("delivery reset: " + ev->reason);
+        keep = false;
+        break;
+    }
+    if (!keep) return Status::OK();
+    // A floor check or probe moved the source: this delivery is on the
+    // server left behind, which may no longer move. A new one, there.
+    if (moved_since_open_ && !KVFOLD_MUTANT("watch-keep-delivery-after-move")) {
+      return Status::OK();
+    }
+    if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {
+      KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
+    }
+  }
+}
+
+milliseconds WatchLoop::NextTimeout(Clock::TimePoint now, bool in_flight, const Pace& pace) {
+  milliseconds timeout(200);                 // bounds how long a stop request waits
+  if (in_flight) timeout = milliseconds(1);  // collect it promptly
+  if (PendingWork()) {
+    const auto due = std::chrono::duration_cast<milliseconds>(oldest_pending_ + opt_.linger - now);
+    timeout = std::clamp(due, milliseconds(1), timeout);
+  }
+  if (probe_soon_) timeout = std::min(timeout, milliseconds(10));
+  const auto probe_in =
+      std::chrono::duration_cast<milliseconds>(pace.last_activity + pace.probe_every - now);
+  return std::min(timeout, std::max(probe_in, milliseconds(1)));
+}
+
+Status WatchLoop::Take(const BucketMessage& m, uint64_t sequential_from, bool* keep) {
+  auto skipped = SkippedBeforeRollup(m, sequential_from);
+  if (!skipped.ok()) {
+    if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
+      return skipped.status();
+    }
+    Log(LogLevel::kWarning, "checking a purge after a jump failed: " + skipped.status().message());
+    *keep = false;
+    return Status::OK();
+  }
+  if (*skipped) {
+    *keep = false;  // the next session starts after received
+    return Status::OK();
+  }
+  return Apply(m);
+}
+
+Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
+                            bool* keep) {
+  KVFOLD_RETURN_IF_ERROR(Take(m, sequential_from, keep));
+  if (!*keep) return Status::OK();
+  // A hint only: it makes the probe come sooner, it proves nothing.
+  if (m.pending == 0) probe_soon_ = true;
+  if (floor_due) {
+    auto c = CheckFloor();
+    if (!c.ok()) {
+      if (!c.status().IsUnavailable()) return c.status();
+      Log(LogLevel::kWarning, "floor check failed: " + c.status().message());
+      *keep = false;
+      return Status::OK();
+    }
+  }
+  if (pipeline_.pending().changes() >= opt_.batch_size) return TryCommit(/*force=*/false);
+  return Status::OK();
+}
+
+Status WatchLoop::OnIdle(bool floor_due, Pace* pace, bool* keep) {
+  if (!probe_soon_ && !floor_due && clock_.Now() - pace->last_activity < pace->probe_every) {
+    return Status::OK();
+  }
+  probe_soon_ = false;
+  pace->last_activity = clock_.Now();
+  Status p = Probe();
+  if (p.IsUnavailable() || p.IsNotFound()) {
+    Log(LogLevel::kWarning, "progress probe failed: " + p.message());
+    *keep = false;
+    return Status::OK();
+  }
+  KVFOLD_RETURN_IF_ERROR(p);
+  pace->probe_every =
+      core::NextFloorProbe(last_state_, guard_.verified(), guard_.write_rate(), opt_.idle_probe);
+  // Within a quarter of the marker window the probe re-anchors an idle
+  // watch, so the next message after a quiet spell passes.
+  if (const auto window = core::MarkerWindowNs(last_state_)) {
+    pace->probe_every = std::min(core::QuarterWindow(*window), pace->probe_every);
+  }
+  return Status::OK();
+}
+
+// nats-server before 2.9.12 moves every consumer that is behind forward to
+// a roll-up message (a KV purge) when it is stored, skipping what lies
+// between without a gap in consumer sequences. So a purge that arrives
+// after a jump in stream sequences is checked against the stream's store:
+// if it still retains something in scope in between, the delivery skipped
+// it, and a new delivery starts right after what arrived. Only where the
+// delivery reads in sequence order (from `sequential_from` on): a state
+// sync's jumps over older messages are its design.
+StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t sequential_from) {
+  if (m.op != Op::kPurge || KVFOLD_MUTANT("delivery-ignore-rollup-skip")) return false;
+  const auto& received = guard_.received();
+  const uint64_t from = std::max(received ? *received + 1 : 0, sequential_from);
+  if (m.seq <= from) return false;
+  auto next = source_.FirstRetainedInScope(opt_.scope, from);
+  if (!next.ok()) return next.status();
+  if (!*next || **next >= m.seq) return false;
+  if (opt_.metrics) opt_.metrics->RecordReset(ResetCause::kRollupSkip);
+  Log("delivery reset: the server skipped from sequence " + std::to_string(from) +
+      " to the purge at " + std::to_string(m.seq) + " past retained sequence " +
+      std::to_string(**next) + " (a roll-up moved the consumer forward)");
+  return true;
+}
+
+Status WatchLoop::Apply(const BucketMessage& m) {
+  // A re-created delivery may repeat what already arrived.
+  if (guard_.AlreadyReceived(m.seq)) return Status::OK();
+  const bool was_idle = !PendingWork();
+  if (opt_.scope.Contains(m.key)) {
+    std::optional<Entry> current;
+    // A key proven new has nothing to read. Above the fold's max_revision
+    // (and so above anything pending) nothing stored can be newer: without
+    // a hook to tell the previous revision, the message folds without a read.
+    const bool known_new = m.seq <= new_keys_through_;
+    const bool must_read =
+        !known_new &&
+        (opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read")));
+    if (!must_read) {
+    } else if (const Entry* p = pipeline_.Find(m.key)) {
+      current = *p;  // pending or in flight: the fold may not show it yet
+    } else {
+      Entry stored;
+      Status s = fold_.Get(m.key, &stored);
+      if (s.ok()) {
+        current = std::move(stored);
+      } else if (!s.IsNotFound()) {
+        return s.WithContext("reading key " + m.key + " from the fold");
+      }
+    }
+    std::optional<Entry> next = core::FoldMessage(m, current);
+    if (next) {
+      // The cursor must not cover a change the hook refused: stop before
+      // advancing past it.
+      KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kLive,
+                                                m.key, m.op, *next, current));
+      pipeline_.pending().Put(m.key, std::move(*next), known_new);
+    }
+  }
+  // Consecutive sequences leave no stretch to prove; a jump does, and the
+  // frontier waits for the next floor check. On a bucket with limit
+  // markers the jumped stretch was read now: within the window or a trip.
+  if (guard_.Jumps(m.seq) && core::MarkerWindowNs(last_state_)) {
+    MarkerStretchHolds(ServerNow(), "the stretch from sequence " +
+                                        std::to_string(*guard_.received() + 1) + " to " +
+                                        std::to_string(m.seq));
+  }
+  guard_.Receive(m.seq, m.time_ns);
+  head_hint_ = std::max(head_hint_, m.seq + m.pending);
+  AdvanceCursor();
+  if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
+  return Status::OK();
+}
+
+}  // namespace kvfold
