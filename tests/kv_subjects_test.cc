@@ -50,5 +50,28 @@ TEST(KvSubjectsTest, ParsesAckReplies) {
   EXPECT_FALSE(ParseAckReply("$JS.ACK.a.b.c.d.e.f.g.h.i.j"));
 }
 
+// Invariant: user data is never protocol. A message of the stream (it has
+// an ack reply) is data whatever its `Status` header says, body or not; the
+// server's status (no ack reply, empty body) is told apart as the NATS
+// clients tell it.
+TEST(ServerStatusTest, OnlyAMessageWithoutAnAckReplyAndWithoutABodyIsAStatus) {
+  const std::string ack = "$JS.ACK.KV_b.c.1.5.5.1700000000000000000.0";
+  // The server's: a heartbeat (no reply), flow control ($JS.FC reply), a
+  // consumer's end, a request's no-responders.
+  EXPECT_TRUE(IsServerStatus("", 0, "100"));
+  EXPECT_TRUE(IsServerStatus("$JS.FC.KV_b.x.1", 0, "100"));
+  EXPECT_TRUE(IsServerStatus("", 0, "409"));
+  EXPECT_TRUE(IsServerStatus("", 0, "503"));
+  // A client's header on a stored message: with a body, without one (a
+  // headers-only listing delivers every body empty), any value.
+  for (const char* status : {"active", "100", "404", "409"}) {
+    EXPECT_FALSE(IsServerStatus(ack, 0, status)) << status;
+    EXPECT_FALSE(IsServerStatus(ack, 1, status)) << status;
+  }
+  // No status at all, or a body: not a status.
+  EXPECT_FALSE(IsServerStatus("", 0, ""));
+  EXPECT_FALSE(IsServerStatus("", 3, "100"));
+}
+
 }  // namespace
 }  // namespace kvfold::nats

@@ -175,7 +175,18 @@ TEST(KvOperationTest, LimitMarkersAreDeletes) {
   for (const char* reason : {"MaxAge", "Purge", "Remove"}) {
     EXPECT_EQ(OpOfHeaders("", reason), Op::kDelete) << reason;
   }
-  EXPECT_FALSE(OpOfHeaders("FROB", "").has_value());
+}
+
+// Invariant: an operation kvfold does not know is a put, as nats.go folds
+// it, never an error a restarted mirror would meet again at the same
+// message; a KV-Operation is the message's operation even beside a marker
+// reason (nats.go reads the reason only without one).
+TEST(KvOperationTest, UnknownOperationsArePuts) {
+  using nats::OpOfHeaders;
+  EXPECT_EQ(OpOfHeaders("FROB", ""), Op::kPut);
+  EXPECT_EQ(OpOfHeaders("del", ""), Op::kPut);
+  EXPECT_EQ(OpOfHeaders("FROB", "MaxAge"), Op::kPut);
+  EXPECT_EQ(OpOfHeaders("DEL", "MaxAge"), Op::kDelete);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ constexpr const char* kKnown[] = {
     "watch-keep-delivery-after-move",  // watcher: a session goes on after a read moved the source
     "watch-keep-delivery-after-start-move",  // watcher: a delivery's start check moved the source
     "delivery-forget-stranded-consumer",     // delivery: an unanswered consumer delete is dropped
+    "delivery-status-by-header",             // delivery: any Status header is the server's status
     "bucket-keep-stranded-consumers",        // bucket: stranded consumers are never deleted again
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch

@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 
+#include "core/mutation.h"
+
 namespace kvfold::nats {
 
 std::string StreamName(std::string_view bucket) { return "KV_" + std::string(bucket); }
@@ -49,14 +51,21 @@ std::vector<std::string> ScopeFilters(std::string_view bucket, const Scope& scop
   return disjoint;
 }
 
-std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason) {
+Op OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason) {
   if (kv_operation == "DEL") return Op::kDelete;
   if (kv_operation == "PURGE") return Op::kPurge;
-  if (!kv_operation.empty()) return std::nullopt;
+  // Unknown: nats.go's watcher and Get fold it as a put. A fatal error here
+  // would restart a mirror into the same message forever.
+  if (!kv_operation.empty()) return Op::kPut;
   // A limit marker has no KV-Operation; any reason (MaxAge, Purge, Remove)
   // means the key's value is gone.
   if (!marker_reason.empty()) return Op::kDelete;
   return Op::kPut;
+}
+
+bool IsServerStatus(std::string_view reply, size_t body_size, std::string_view status) {
+  if (KVFOLD_MUTANT("delivery-status-by-header")) return !status.empty();
+  return !status.empty() && body_size == 0 && !reply.starts_with("$JS.ACK.");
 }
 
 std::optional<AckReply> ParseAckReply(std::string_view reply) {

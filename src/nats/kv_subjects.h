@@ -27,11 +27,21 @@ std::optional<std::string_view> KeyOfSubject(std::string_view bucket, std::strin
 // client-side. The whole bucket is {"$KV.<bucket>.>"}.
 std::vector<std::string> ScopeFilters(std::string_view bucket, const Scope& scope);
 
-// What a KV message does, from its headers: `KV-Operation` DEL or PURGE is
-// a delete; so is a nats-server 2.11+ limit marker (`Nats-Marker-Reason`
-// MaxAge, Purge or Remove, no KV-Operation), which is never a value.
-// Neither header: a put. nullopt for a KV-Operation kvfold does not know.
-std::optional<Op> OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason);
+// What a KV message does, from its headers, as nats.go folds it:
+// `KV-Operation` DEL or PURGE is a delete; any other KV-Operation is a put
+// (a client may write any header). Without KV-Operation, a nats-server
+// 2.11+ limit marker (`Nats-Marker-Reason` MaxAge, Purge or Remove) is a
+// delete too, never a value. Neither header: a put.
+Op OpOfHeaders(std::string_view kv_operation, std::string_view marker_reason);
+
+// Whether a delivered message is the server's status (an idle heartbeat,
+// a flow-control request, a consumer's end) rather than a stored message,
+// decided as the NATS clients decide it: a status has no JetStream ack
+// reply (`reply` is the flow-control subject or empty), an empty body and
+// a status. nats.c keeps the status line in an ordinary `Status` header,
+// so `status` may just as well be a header a client wrote on a message of
+// the stream; that message comes with an ack reply, and is data.
+bool IsServerStatus(std::string_view reply, size_t body_size, std::string_view status);
 
 // What a JetStream delivery's ack reply subject says about the message.
 struct AckReply {

@@ -139,9 +139,7 @@ class NatsBucket final : public BucketSource {
       kv_op = header("KV-Operation");
       if (!KVFOLD_MUTANT("last-of-key-ignore-marker")) marker = header("Nats-Marker-Reason");
     }
-    auto op = nats::OpOfHeaders(kv_op, marker);
-    if (!op) return Status::Corruption("key " + key + " carries an unknown KV-Operation");
-    m.op = *op;
+    m.op = nats::OpOfHeaders(kv_op, marker);
     return std::optional<BucketMessage>(std::move(m));
   }
 

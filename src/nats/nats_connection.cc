@@ -6,6 +6,7 @@
 
 #include "core/base64.h"
 #include "core/json_fields.h"
+#include "nats/kv_subjects.h"
 
 namespace kvfold::nats {
 namespace {
@@ -292,8 +293,10 @@ StatusOr<NatsConnection::Reply> NatsConnection::Request(
                                  std::clamp<int64_t>(left.count(), 1, kRefusalCheckMs));
     if (s == NATS_OK) {
       const char* status = nullptr;
-      if (natsMsg_GetDataLength(reply) == 0 &&
-          natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr &&
+      const char* reply_to = natsMsg_GetReply(reply);
+      if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr &&
+          IsServerStatus(reply_to == nullptr ? "" : reply_to,
+                         static_cast<size_t>(natsMsg_GetDataLength(reply)), status) &&
           std::string_view(status) == "503") {
         natsMsg_Destroy(reply);
         sub_owner.replied = true;

@@ -226,9 +226,15 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       natsMsg* m;
       ~Spender() { d->Spend(m); }
     } owned{this, msg};
+    // A message of the stream whose headers look like a status is data
+    // (kv_subjects.h); resetting at it would reopen there forever.
+    const char* reply = natsMsg_GetReply(msg);
     const std::string status = Header(msg, "Status");
-    if (!status.empty() && natsMsg_GetDataLength(msg) == 0 && status == "100") {
-      const char* reply = natsMsg_GetReply(msg);
+    if (!IsServerStatus(reply == nullptr ? "" : reply,
+                        static_cast<size_t>(natsMsg_GetDataLength(msg)), status)) {
+      return MessageEvent(msg);
+    }
+    if (status == "100") {
       if (reply != nullptr && *reply != '\0') {
         // Flow control request: answering it lets the server send more.
         natsConnection_Publish(conn_->raw(), reply, nullptr, 0);
@@ -247,16 +253,13 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       }
       continue;
     }
-    if (!status.empty()) {
-      return Reset(ResetCause::kServerStatus,
-                   "the server sent status " + status + " " + Header(msg, "Description"));
-    }
-    return MessageEvent(msg);
+    return Reset(ResetCause::kServerStatus,
+                 "the server sent status " + status + " " + Header(msg, "Description"));
   }
 }
 
 // A message of the bucket's stream, checked: JetStream metadata, the next
-// consumer sequence, a subject of the bucket, a known operation.
+// consumer sequence, a subject of the bucket.
 StatusOr<DeliveryEvent> OrderedDelivery::MessageEvent(natsMsg* msg) {
   const char* reply = natsMsg_GetReply(msg);
   auto ack = ParseAckReply(reply == nullptr ? "" : reply);
@@ -282,14 +285,8 @@ StatusOr<DeliveryEvent> OrderedDelivery::MessageEvent(natsMsg* msg) {
   ev.message.seq = ack->stream_seq;
   ev.message.pending = ack->pending;
   ev.message.time_ns = ack->time_ns;
-  const auto op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
-  if (!op) {
-    return Status::Corruption("message " + std::to_string(ack->stream_seq) +
-                              " carries an unknown KV-Operation or marker reason");
-  }
-  ev.message.op = *op;
-  if (*op == Op::kPut) {
-    ev.message.op = Op::kPut;
+  ev.message.op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
+  if (ev.message.op == Op::kPut) {
     ev.message.value.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
   }
   return ev;

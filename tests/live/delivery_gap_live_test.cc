@@ -318,6 +318,84 @@ TEST_F(DeliveryGapLiveTest, AConsumerWhoseDeleteWasLostIsDeletedAgain) {
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("lost"));
 }
 
+// Writes, to `bucket`, messages a client may write that carry the name of
+// protocol: a `Status` header with a value (an application's own
+// metadata), an unknown `KV-Operation`, and empty bodies under `Status: 100`
+// (what a heartbeat or flow control looks like), `Status: 404` and `409`
+// (what a pull's end or a deleted consumer looks like), and a body under
+// `Status: 100` (which a headers-only listing receives empty). The keys
+// carry `prefix`. Each is stored as a put.
+void WriteLookalikes(KvClient& kv, const std::string& bucket, const std::string& prefix) {
+  using H = KvClient::Headers;
+  kv.PutWithHeaders(bucket, prefix + "app", "a", H{{"Status", "active"}});
+  kv.PutWithHeaders(bucket, prefix + "op", "f", H{{"KV-Operation", "FOO"}});
+  kv.PutWithHeaders(bucket, prefix + "hb", "",
+                    H{{"Status", "100"}, {"Description", "Idle Heartbeat"}});
+  kv.PutWithHeaders(bucket, prefix + "fc", "",
+                    H{{"Status", "100"}, {"Description", "FlowControl Request"}});
+  kv.PutWithHeaders(bucket, prefix + "nf", "",
+                    H{{"Status", "404"}, {"Description", "No Messages"}});
+  kv.PutWithHeaders(bucket, prefix + "cd", "",
+                    H{{"Status", "409"}, {"Description", "Consumer Deleted"}});
+  kv.PutWithHeaders(bucket, prefix + "body", "b", H{{"Status", "100"}});
+  kv.Put(bucket, prefix + "after", "z");
+}
+
+// Invariant: user data is never protocol. A stored message (it has a
+// JetStream ack reply) whose headers look like a server status, or whose
+// KV-Operation kvfold does not know, is folded as a put, as nats.go folds
+// it, and the mirror moves past it: in the state sync, in a running watch,
+// in a key listing (headers only: every body arrives empty) and in a key's
+// last message. The old rule (any `Status` header is the server's) reset
+// the delivery at such a message forever.
+TEST_F(DeliveryGapLiveTest, HeadersThatLookLikeProtocolAreData) {
+  kv_.CreateBucket("look");
+  kv_.Put("look", "first", "v");
+  WriteLookalikes(kv_, "look", "s.");
+  RunningWatch w;
+  w.source = SourceThroughProxy("look");
+  w.fold = OpenFold();
+  WatchOptions o = Recorded();
+  o.stop = w.stop.get_token();
+  w.thread = std::thread([&w, o] { w.status = Watch(*w.source, *w.fold, o); });
+  uint64_t last = kv_.LastSeq("look");
+  WaitForCursor(*w.fold, last, std::chrono::seconds(10));
+  EXPECT_EQ(w.fold->ReadMeta()->cursor, last) << Log();
+
+  // A running watch, caught up, meets them live.
+  WriteLookalikes(kv_, "look", "r.");
+  last = kv_.LastSeq("look");
+  WaitForCursor(*w.fold, last, std::chrono::seconds(10));
+  ASSERT_TRUE(w.Stop().ok()) << w.status.ToString();
+  EXPECT_EQ(w.fold->ReadMeta()->cursor, last) << Log();
+  EXPECT_EQ(Revisions(), Range(1, last));
+  EXPECT_EQ(LiveEntries(*w.fold), kv_.Truth("look"));
+  EXPECT_EQ(kv_.Truth("look").size(), 17u);  // every one of them a live key
+  EXPECT_EQ(Count(Log(), "delivery reset"), 0u) << Log();
+
+  // The key listing (what relist and restore run) ends and names them all.
+  std::map<std::string, uint64_t> listed;
+  uint64_t listed_last = 0;
+  Status ls = w.source->ListKeys(
+      Scope(),
+      [&](std::string_view key, uint64_t rev) {
+        listed[std::string(key)] = rev;
+        return Status::OK();
+      },
+      &listed_last);
+  ASSERT_TRUE(ls.ok()) << ls.ToString();
+  EXPECT_EQ(listed_last, last);
+  std::map<std::string, uint64_t> truth;
+  for (const auto& [key, e] : kv_.Truth("look")) truth[key] = e.revision;
+  EXPECT_EQ(listed, truth);
+
+  // A key's last message with an unknown operation is a put.
+  auto op = w.source->LastOfKey("s.op");
+  ASSERT_TRUE(op.ok()) << op.status().ToString();
+  ASSERT_TRUE(op->has_value());
+  EXPECT_EQ((*op)->op, Op::kPut);
+}
+
 // Apart from the delivery-gap tests (not in the mutation runner's live
 // filter): this one waits out two silences of three heartbeats (about 30 s).
 class SilentServerLiveTest : public DeliveryGapLiveTest {};
