@@ -1,5 +1,6 @@
 // Embedding kvfold: mirror the "config" keys of bucket "settings" into a
-// fold and keep an in-memory view current through the apply hook.
+// fold, load an in-memory view from it, and keep the view current through
+// the apply hook.
 //   embed_mirror nats://127.0.0.1:4222 settings /var/lib/myapp/fold
 #include <iostream>
 #include <map>
@@ -18,7 +19,15 @@ int main(int argc, char** argv) {
   auto fold = kvfold::OpenRocksFold(argv[3]);
   if (!fold.ok()) return std::cerr << fold.status().ToString() << "\n", 1;
 
-  std::map<std::string, std::string> view;  // your domain state
+  // Your domain state, loaded from the fold first: a restart replays only
+  // what changed since the cursor, so the hook alone never shows the rest.
+  std::map<std::string, std::string> view;
+  kvfold::Status loaded = (*fold)->Scan("config.", /*include_tombstones=*/false,
+                                        [&view](std::string_view key, const kvfold::Entry& e) {
+                                          view[std::string(key)] = e.value;
+                                          return true;
+                                        });
+  if (!loaded.ok()) return std::cerr << loaded.ToString() << "\n", 1;
   kvfold::WatchOptions options;
   options.scope = *kvfold::Scope::Make({"config."});
   options.until_caught_up = true;  // drop this to follow forever
@@ -30,7 +39,6 @@ int main(int argc, char** argv) {
     return kvfold::Status::OK();
   };
   kvfold::Status s = kvfold::Watch(**bucket, **fold, options);
-  std::cout << "watch ended: " << s.ToString() << "; " << view.size()
-            << " keys changed in this run\n";
+  std::cout << "watch ended: " << s.ToString() << "; " << view.size() << " keys in the view\n";
   return s.ok() ? 0 : 1;
 }

@@ -2,8 +2,10 @@
 # Compiles every ```cpp block of the README and docs/embedding.md against
 # the public headers, so the code a user copies compiles. Each block must be
 # a whole translation unit (its includes and a main): nothing is wrapped
-# around it. Syntax only: the public headers need no generated header and
-# no dependency's header, and nothing is linked.
+# around it. Syntax only by default (the public headers need no generated
+# header and no dependency's header); with KVFOLD_LINK_FLAGS (an installed
+# package's `pkg-config --cflags --libs --static kvfold`) each block is also
+# linked against it, as scripts/test.sh does.
 #   scripts/check-readme.sh [FILE.md...]   (paths from the repository root)
 # Prints one line per block; fails if any block does not compile, or if a
 # file has no cpp block at all.
@@ -36,9 +38,20 @@ for md in "${files[@]}"; do
   for block in "${blocks[@]}"; do
     line=$((10#$(basename "$block" .cc | sed 's/^block-//')))
     lines=$(wc -l <"$block")
-    if "$CXX" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -Iinclude -x c++ "$block" \
-         2>"$work/err"; then
-      echo "check-readme: $md:$line ($lines lines) compiles"
+    if [ -n "${KVFOLD_LINK_FLAGS:-}" ]; then
+      # shellcheck disable=SC2086  # the flags are words, as pkg-config prints them
+      ok=0
+      "$CXX" -std=c++20 -Wall -Wextra -Werror -x c++ "$block" -x none -o "$work/block" \
+        $KVFOLD_LINK_FLAGS 2>"$work/err" || ok=$?
+      what="compiles and links"
+    else
+      ok=0
+      "$CXX" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -Iinclude -x c++ "$block" \
+        2>"$work/err" || ok=$?
+      what="compiles"
+    fi
+    if [ "$ok" = 0 ]; then
+      echo "check-readme: $md:$line ($lines lines) $what"
     else
       echo "check-readme: $md:$line ($lines lines) does NOT compile:" >&2
       sed "s|$block|$md (block at line $line)|" "$work/err" >&2

@@ -121,7 +121,7 @@ fault_tiers() {
 # its own; the static (build) and shared (build-release) installs each
 # build the example out of tree with find_package, and the static one with
 # pkg-config; the tutorials, built against the installed package, run
-# against a local nats-server; the README's code compiles.
+# against a local nats-server; the README's code compiles and links.
 package_tier() {
   scripts/package.sh build-release
   # The alert rules parse and fire as their tests say (the dashboard and the
@@ -149,6 +149,9 @@ package_tier() {
     $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs --static kvfold)
   rc=0; "$pkg/embed_mirror_pc" 2>/dev/null || rc=$?
   [ "$rc" = 2 ] || { echo "test.sh: the pkg-config example did not run (exit $rc)" >&2; return 1; }
+  # The README's and docs/embedding.md's code, linked against the package.
+  KVFOLD_LINK_FLAGS="$(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs --static kvfold)" \
+    scripts/check-readme.sh
   echo "test.sh: package installs and builds out of tree (static and shared, CMake and pkg-config)"
   scripts/examples.sh "$pkg/examples-static" build
 }
@@ -165,6 +168,7 @@ asan_tier() {
 }
 
 scripts/format.sh --check
+scripts/check-readme.sh   # the README's code compiles (and links, in the package tier)
 # The test build compiles the mutation points (src/core/mutation.h): each
 # is inert unless KVFOLD_MUTATION names it, so the tiers below test the
 # product's behaviour and scripts/mutations.sh switches one on per run.
