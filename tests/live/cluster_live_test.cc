@@ -178,8 +178,8 @@ class ClusterLiveTest : public ::testing::Test {
   }
 
   // Waits until the watch has applied through `seq`.
-  bool WaitApplied(uint64_t seq) {
-    const auto deadline = Clock::now() + std::chrono::seconds(30);
+  bool WaitApplied(uint64_t seq, std::chrono::seconds patience = std::chrono::seconds(30)) {
+    const auto deadline = Clock::now() + patience;
     while (applied_ < seq) {
       if (Clock::now() > deadline) return false;
       std::this_thread::sleep_for(milliseconds(20));
@@ -233,7 +233,18 @@ TEST_F(ClusterLiveTest, MirrorNodeKilledMidStreamReconnectsAndConverges) {
   StopWriter();
   ASSERT_TRUE(writer_error_.empty()) << writer_error_;
   const uint64_t last = kv_.LastSeq("r3");
-  EXPECT_TRUE(WaitApplied(last)) << "applied " << applied_ << " of " << last;
+  // nats-server 2.9.10 was seen (once, in CI) answering no CONSUMER.CREATE
+  // and no STREAM.INFO on either surviving node for about 45 s after the
+  // kill, while it stored the writer's puts: the mirror retries, logging
+  // each create that timed out, and converges once the cluster answers
+  // again. The contract is that it converges, not how fast 2.9's meta
+  // layer recovers: wait for the cluster's recovery, not just 30 s.
+  const auto converging = Clock::now();
+  EXPECT_TRUE(WaitApplied(last, std::chrono::seconds(120)))
+      << "applied " << applied_ << " of " << last;
+  std::fprintf(stderr, "cluster: converged %lld ms after the writes stopped\n",
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(Clock::now() - converging).count()));
   stop_.request_stop();
   watch.join();
   EXPECT_TRUE(watched.ok()) << watched.ToString();
