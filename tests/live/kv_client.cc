@@ -31,7 +31,10 @@ KvClient::KvClient(const std::string& url, const std::function<void(natsOptions*
   if (configure) configure(opts);
   natsStatus s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
-  if (s != NATS_OK) throw std::runtime_error("test client cannot connect to " + url);
+  if (s != NATS_OK) {
+    throw std::runtime_error("test client cannot connect to " + url + ": " +
+                             natsStatus_GetText(s) + " (" + nats_GetLastError(nullptr) + ")");
+  }
 }
 
 KvClient::~KvClient() {
