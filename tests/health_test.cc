@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 namespace kvfold {
 namespace {
 
@@ -66,6 +68,74 @@ TEST(HealthTest, SilenceIsDeathExceptInARepair) {
   EXPECT_TRUE(JudgeAlive(s, {}).ok);
   EXPECT_FALSE(JudgeReady(s, {}).ok);
   EXPECT_EQ(JudgeReady(s, {}).reason, "a repair is rewriting the fold");
+}
+
+// Issue 31, defect 3: a mirror cut off from the server after it caught up
+// keeps its cursor at the last head it read, so neither caught_up nor the
+// lag moves; retry waits keep it alive. Only a fresh stream read proves the
+// fold still follows the stream: none within max_lag, not ready.
+TEST(HealthTest, NotReadyOnceNoStreamReadSucceededForTheLagBound) {
+  WatchMetrics m;
+  m.RecordStreamLast(10);
+  m.RecordCursor(10);
+  HealthOptions o;
+  o.max_lag = std::chrono::milliseconds(200);
+  ASSERT_TRUE(JudgeReady(m.Snapshot(), o).ok) << JudgeReady(m.Snapshot(), o).reason;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The loop turns (retries, a commit of what was received), but reads nothing.
+  m.RecordRetryWait();
+  m.RecordCommit(true, std::chrono::milliseconds(1));
+  m.RecordStreamLast(10, /*read=*/false);
+  const WatchStats cut_off = m.Snapshot();
+  EXPECT_TRUE(JudgeAlive(cut_off, o).ok);
+  EXPECT_TRUE(cut_off.caught_up);
+  const HealthVerdict verdict = JudgeReady(cut_off, o);
+  EXPECT_FALSE(verdict.ok) << verdict.reason;
+  EXPECT_EQ(verdict.reason.rfind("no stream read has succeeded for ", 0), 0u) << verdict.reason;
+  m.RecordStreamLast(10);  // the server answers again
+  EXPECT_TRUE(JudgeReady(m.Snapshot(), o).ok) << JudgeReady(m.Snapshot(), o).reason;
+}
+
+// The rule on its own: the read age bounds readiness like the lag does.
+TEST(HealthTest, ReadyRuleBoundsTheAgeOfTheLastStreamRead) {
+  WatchStats s;
+  s.caught_up = true;
+  s.cursor = 7;
+  s.last_read_age_seconds = 9.9;
+  EXPECT_TRUE(JudgeReady(s, {}).ok) << JudgeReady(s, {}).reason;
+  s.last_read_age_seconds = 10.1;
+  const HealthVerdict stale = JudgeReady(s, {});
+  EXPECT_FALSE(stale.ok);
+  EXPECT_EQ(stale.reason,
+            "no stream read has succeeded for 10.1 s (limit 10.0 s): the server is unreachable "
+            "or does not answer");
+  EXPECT_TRUE(JudgeAlive(s, {}).ok) << "cut off is not dead: a restart would not reach it either";
+}
+
+// Issue 31, defect 9(a): the end of a repair must not pass through
+// "caught up, not repairing" before the fold caught up again: a probe there
+// would read ready (and systemd's READY=1 cannot be taken back).
+TEST(HealthTest, ARepairEndsNotReadyUntilCaughtUpAgain) {
+  WatchMetrics m;
+  m.RecordStreamLast(10);
+  m.RecordCursor(10);
+  ASSERT_TRUE(JudgeReady(m.Snapshot(), {}).ok);
+  m.RecordRepairRunning(true);
+  EXPECT_FALSE(JudgeReady(m.Snapshot(), {}).ok);
+  EXPECT_FALSE(m.Snapshot().caught_up)
+      << "a repair that rewrites the fold starts the catch-up over";
+  m.RecordStreamLast(10);  // the repair's own read of the stream: no target
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  // The watch's order when a repair finishes: running false, then repaired.
+  m.RecordRepairRunning(false);
+  const WatchStats between = m.Snapshot();
+  EXPECT_FALSE(between.caught_up);
+  EXPECT_FALSE(JudgeReady(between, {}).ok) << JudgeReady(between, {}).reason;
+  m.RecordRepaired();
+  EXPECT_FALSE(JudgeReady(m.Snapshot(), {}).ok);
+  m.RecordStreamLast(12);
+  m.RecordCursor(12);
+  EXPECT_TRUE(JudgeReady(m.Snapshot(), {}).ok) << JudgeReady(m.Snapshot(), {}).reason;
 }
 
 }  // namespace

@@ -75,15 +75,28 @@ struct WatchStats {
   // The cursor has reached the stream's head as first read after these
   // metrics began, or after the last repair that rewrote the fold, or
   // after the cursor went back (a recreated stream) (readiness: a restart
-  // behind the head is not ready until it caught up).
+  // behind the head is not ready until it caught up). False from the
+  // moment such a repair starts: only a head read after it counts.
   bool caught_up = false;
-  // A repair runs now (readiness: the fold is being rewritten).
+  // A repair that rewrites the fold runs now (readiness: not servable).
   bool repairing = false;
-  // Seconds since the watch last read the stream or committed. An idle
-  // watch reads the stream at least every idle_probe (1 s), so a value
-  // well above that means the watch is stuck (a store that does not
-  // return, a blocked apply hook).
+  // Seconds since the watch loop last turned: it read the stream,
+  // committed, started or ended a repair, or waited to retry a server it
+  // could not reach. An idle watch reads the stream at least every
+  // idle_probe (1 s) and retries a lost server at least every
+  // reconnect_backoff_max (30 s), so a value well above that means the
+  // watch is stuck (a store that does not return, a blocked apply hook).
+  // Liveness: a watch cut off from the server still turns.
   double last_activity_age_seconds = 0;
+  // Seconds since a stream read last succeeded: a fresh reply from the
+  // server about the stream's state (not a retry wait, not a delivered
+  // message's hint), or since these metrics began. A watch that reaches
+  // the server reads it at least every idle_probe (1 s) when idle and
+  // every floor_check (50 ms) while messages arrive, so a value well above
+  // that means the server is unreachable or does not answer, and the fold
+  // may be falling behind a stream this watch can no longer see.
+  // Readiness: caught_up and lag_seconds only know the heads read.
+  double last_read_age_seconds = 0;
 
   // Commits of changes that succeeded (the watch's batches and a repair's),
   // commits that failed and were retried, and the latency of each (either
@@ -128,10 +141,14 @@ class WatchMetrics {
   void RecordChange(Op op, ChangeOrigin origin);
   void RecordCommit(bool ok, std::chrono::steady_clock::duration took);
   void RecordCursor(uint64_t cursor);
-  // `read`: from a stream read (exact), not a delivery's hint (which can
-  // overstate the head); only a read sets the head caught_up aims at.
+  // `read`: from a stream read that just succeeded (exact, and proof the
+  // server answers), not a delivery's hint (which can overstate the head);
+  // only a read sets the head caught_up aims at, outside a repair.
   void RecordStreamLast(uint64_t last_seq, bool read = true);
   void RecordRepair(RepairKind kind, RepairOutcome outcome);
+  // A repair that rewrites the fold starts (clears caught_up in the same
+  // step, so no snapshot reads "caught up, not repairing" at its end) or
+  // ends.
   void RecordRepairRunning(bool running);
   void RecordRepaired();   // a repair rewrote the fold: catch up again
   void RecordRetryWait();  // the loop waits to retry a server or a repair
@@ -144,6 +161,8 @@ class WatchMetrics {
  private:
   // Keeps lag_messages and heads_ in step with the cursor and the head.
   void UpdateLag();
+  // A repair runs: caught_up stays false, no head read becomes its target.
+  bool RepairHoldsCatchUp() const;
 
   mutable std::mutex mu_;
   WatchStats stats_;
@@ -151,6 +170,7 @@ class WatchMetrics {
   // seen; the front is the oldest the cursor has not passed (bounded).
   std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> heads_;
   std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_read_ = last_activity_;
   // The head to reach for caught_up: the first one read since the start,
   // the last repair or a cursor that went back.
   std::optional<uint64_t> catch_up_target_;

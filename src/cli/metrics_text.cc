@@ -87,8 +87,13 @@ std::string MetricsText(const WatchStats& w, const ExportStats* e) {
   Family(&out, "kvfold_repairing", "gauge", "1 while an expiry repair rewrites the fold, else 0.")
       .Sample(w.repairing ? 1 : 0);
   Family(&out, "kvfold_last_activity_age_seconds", "gauge",
-         "Seconds since the watch last read the stream or committed (stuck when well above 1).")
+         "Seconds since the watch loop last turned: read the stream, committed or waited to retry "
+         "(stuck when it stays above 30).")
       .Sample(w.last_activity_age_seconds);
+  Family(&out, "kvfold_last_stream_read_age_seconds", "gauge",
+         "Seconds since a read of the stream's state last succeeded (cut off from the server when "
+         "well above 1).")
+      .Sample(w.last_read_age_seconds);
   Family(&out, "kvfold_commits_total", "counter", "Commits to the fold that succeeded.")
       .Sample(D(w.commits));
   Family(&out, "kvfold_commit_failures_total", "counter",

@@ -175,6 +175,14 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
     }
     auto ready_lag = ParseDuration(f.ready_max_lag);
     if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
+    // A quiet mirror reads the stream about every second (idle_probe):
+    // a bound closer to that would flap /readyz between healthy reads.
+    constexpr std::chrono::milliseconds kShortestReadyLag{2000};
+    if (*ready_lag < kShortestReadyLag) {
+      return Status::InvalidArgument("--ready-max-lag " + f.ready_max_lag +
+                                     " is below 2s: a quiet mirror reads the stream about every "
+                                     "second, and /readyz would turn 503 between healthy reads");
+    }
     plan.health.max_lag = *ready_lag;
   }
   return plan;
@@ -401,8 +409,8 @@ Runner AddMirrorCommand(CLI::App& app) {
                   "(the watch turns) and /readyz (caught up, not repairing): 200 or 503 (port 0: "
                   "any free one, logged at start)");
   cmd->add_option("--ready-max-lag", flags->ready_max_lag,
-                  "/readyz answers 503 once the oldest change not folded is older than this "
-                  "(default 10s)");
+                  "/readyz answers 503 once the oldest change not folded is older than this, "
+                  "or no stream read has succeeded for this long (default 10s, at least 2s)");
   for (const EnvFlag& e : kMirrorEnvFlags) {
     CLI::Option* option = cmd->get_option(e.flag);
     option->description(option->get_description() + " [env " + e.env + "]");

@@ -52,16 +52,18 @@ constexpr const char* kKnown[] = {
     "fold-cursor-backward",               // stores: the cursor may move backward
     "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
     "apply-skip-read",                    // watcher: folds without reading at or below max_revision
-    "watch-new-keys-past-sync",  // watcher: a state sync's later messages count as new keys
-    "fold-max-revision-stale",   // stores: a commit does not raise max_revision
-    "fold-cursor-own-write",     // rocks fold: the cursor is written before its entries
-    "fold-skip-wal-sync",        // rocks fold: a commit returns before its WAL is synced
-    "seed-skip-verify-pass",     // seed: writes before the whole artifact verified
-    "seed-cursor-every-commit",  // seed: cursor set before the final commit
-    "loader-ingest-early",       // fold loader: staged entries visible before Finish
-    "pointer-any-direction",     // pointer rule: the pointer may move backward
-    "manifest-skip-checksum",    // manifest frame: checksum not checked
-    "chunk-skip-sha256",         // chunk reader: SHA-256 not checked
+    "watch-new-keys-past-sync",        // watcher: a state sync's later messages count as new keys
+    "ready-ignore-read-age",           // readiness: a watch cut off from the server stays ready
+    "ready-caught-up-through-repair",  // readiness: caught_up survives a repair's start
+    "fold-max-revision-stale",         // stores: a commit does not raise max_revision
+    "fold-cursor-own-write",           // rocks fold: the cursor is written before its entries
+    "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
+    "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
+    "seed-cursor-every-commit",        // seed: cursor set before the final commit
+    "loader-ingest-early",             // fold loader: staged entries visible before Finish
+    "pointer-any-direction",           // pointer rule: the pointer may move backward
+    "manifest-skip-checksum",          // manifest frame: checksum not checked
+    "chunk-skip-sha256",               // chunk reader: SHA-256 not checked
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "core/mutation.h"
+
 namespace kvfold {
 namespace {
 
@@ -35,6 +37,15 @@ HealthVerdict JudgeReady(const WatchStats& stats, const HealthOptions& options) 
   if (!stats.caught_up) {
     return {false, "not caught up yet: " + std::to_string(stats.lag_messages) +
                        " messages behind the stream's head"};
+  }
+  // caught_up and the lag know only the heads read: cut off from the server
+  // after it caught up, a watch would read as caught up forever while the
+  // stream moves on. A fresh read proves the fold still follows it.
+  if (stats.last_read_age_seconds > SecondsOf(options.max_lag) &&
+      !KVFOLD_MUTANT("ready-ignore-read-age")) {
+    return {false, "no stream read has succeeded for " + Seconds(stats.last_read_age_seconds) +
+                       " (limit " + Seconds(SecondsOf(options.max_lag)) +
+                       "): the server is unreachable or does not answer"};
   }
   if (stats.lag_seconds > SecondsOf(options.max_lag)) {
     return {false, "lagging: the oldest change not folded is " + Seconds(stats.lag_seconds) +

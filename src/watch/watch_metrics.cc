@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/mutation.h"
+
 namespace kvfold {
 
 // The arrays of WatchStats are indexed by these enums.
@@ -52,6 +54,7 @@ WatchStats WatchMetrics::Snapshot() const {
   if (!heads_.empty())
     s.lag_seconds = std::chrono::duration<double>(now - heads_.front().second).count();
   s.last_activity_age_seconds = std::chrono::duration<double>(now - last_activity_).count();
+  s.last_read_age_seconds = std::chrono::duration<double>(now - last_read_).count();
   return s;
 }
 
@@ -89,9 +92,12 @@ void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   // overstates the head on a 2.10+ server) keeps the heads seen: only a
   // cursor that goes back (a recreated stream) clears them.
   stats_.stream_last_seq = last_seq;
-  if (read && !catch_up_target_) catch_up_target_ = last_seq;
+  // A head read during a repair is no target: the repair rewrites the fold
+  // under it, and the catch-up after it aims at a head read after it.
+  if (read && !catch_up_target_ && !RepairHoldsCatchUp()) catch_up_target_ = last_seq;
   const auto now = SteadyClock::now();
   last_activity_ = now;
+  if (read) last_read_ = now;
   constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
   if (last_seq > stats_.cursor.value_or(0) && heads_.size() < kMaxHeads &&
       (heads_.empty() || last_seq > heads_.back().first)) {
@@ -104,7 +110,13 @@ void WatchMetrics::UpdateLag() {
   const uint64_t cursor = stats_.cursor.value_or(0);
   while (!heads_.empty() && heads_.front().first <= cursor) heads_.pop_front();
   stats_.lag_messages = stats_.stream_last_seq > cursor ? stats_.stream_last_seq - cursor : 0;
-  if (catch_up_target_ && cursor >= *catch_up_target_) stats_.caught_up = true;
+  if (catch_up_target_ && cursor >= *catch_up_target_ && !RepairHoldsCatchUp()) {
+    stats_.caught_up = true;
+  }
+}
+
+bool WatchMetrics::RepairHoldsCatchUp() const {
+  return stats_.repairing && !KVFOLD_MUTANT("ready-caught-up-through-repair");
 }
 
 void WatchMetrics::RecordRepair(RepairKind kind, RepairOutcome outcome) {
@@ -115,6 +127,13 @@ void WatchMetrics::RecordRepair(RepairKind kind, RepairOutcome outcome) {
 void WatchMetrics::RecordRepairRunning(bool running) {
   std::lock_guard lock(mu_);
   stats_.repairing = running;
+  // In the same step: the watch marks the end of a repair before it
+  // records the repair's outcome (RecordRepaired), and a caught_up left
+  // from before the repair would read ready in between.
+  if (RepairHoldsCatchUp()) {
+    stats_.caught_up = false;
+    catch_up_target_.reset();
+  }
   last_activity_ = SteadyClock::now();  // a repair turns the loop too
 }
 

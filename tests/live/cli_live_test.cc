@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -262,6 +263,8 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
   for (const auto& [args, needle] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--bucket", "", "--export-to", "dir:x", "--export-every", "1m"}, "--bucket"},
            {{"--bucket", "b", "--ready-max-lag", "5s"}, "--ready-max-lag needs --metrics-addr"},
+           {{"--bucket", "b", "--metrics-addr", "127.0.0.1:0", "--ready-max-lag", "1500ms"},
+            "--ready-max-lag 1500ms is below 2s"},
        }) {
     std::vector<std::string> full = {"mirror", "--server", server_.url(), "--fold", Fold()};
     full.insert(full.end(), args.begin(), args.end());
@@ -507,6 +510,66 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   kill(mirror, SIGTERM);
   EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
   EXPECT_EQ(Status(Fold())["cursor"], last);
+}
+
+// Issue 31, defect 3: a mirror that caught up and is then cut off from the
+// server (frozen: the connection stays, nothing answers) must stop being
+// ready within --ready-max-lag plus an idle probe, stay alive, and be ready
+// again once the server answers and the fold caught up.
+TEST_F(CliLiveTest, ReadyzFailsWhileTheServerIsFrozenAndHealsAfter) {
+  using std::chrono::steady_clock;
+  kv_.CreateBucket("frozen");
+  uint64_t last = 0;
+  for (int i = 0; i < 10; ++i) last = kv_.Put("frozen", "k" + std::to_string(i), "v");
+  const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "frozen", "--fold",
+                           Fold(), "--metrics-addr", "127.0.0.1:0", "--ready-max-lag", "3s"},
+                          out, err);
+  ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
+  int port = 0;
+  for (int i = 0; i < 100 && port == 0; ++i) {
+    const std::string log = ReadWholeFile(err);
+    const size_t at = log.find("http://127.0.0.1:");
+    if (at != std::string::npos) port = std::stoi(log.substr(at + 17));
+    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(port, 0) << ReadWholeFile(err);
+  // Polls /readyz until it answers `code`; the time it took, or nullopt.
+  auto wait_ready = [&](int code, std::chrono::milliseconds patience) {
+    const auto start = steady_clock::now();
+    std::pair<int, std::string> r;
+    while (steady_clock::now() - start < patience) {
+      r = HttpGet(port, "/readyz");
+      if (r.first == code) {
+        return std::optional(std::chrono::duration<double>(steady_clock::now() - start).count());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "/readyz still answers " << r.first << " " << r.second << " after "
+                  << patience.count() << " ms";
+    return std::optional<double>();
+  };
+  ASSERT_TRUE(wait_ready(200, std::chrono::seconds(30)));
+
+  server_.Freeze();
+  // 3 s without a stream read, plus up to an idle probe (1 s) since the last.
+  const auto not_ready = wait_ready(503, std::chrono::seconds(9));
+  const auto [code, why] = HttpGet(port, "/readyz");
+  const int alive = HttpGet(port, "/healthz").first;
+  server_.Thaw();
+  ASSERT_TRUE(not_ready) << ReadWholeFile(err);
+  EXPECT_LE(*not_ready, 3.0 + 1.0 + 0.5);
+  EXPECT_EQ(code, 503);
+  EXPECT_EQ(why.rfind("no stream read has succeeded for ", 0), 0u) << why;
+  EXPECT_EQ(alive, 200) << "cut off is not stuck: a restart would not reach the server either";
+
+  // Healed: the server answers, the mirror folds what came meanwhile.
+  last = kv_.Put("frozen", "after", "thaw");
+  ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
+  EXPECT_TRUE(wait_ready(200, std::chrono::seconds(30))) << ReadWholeFile(err);
+
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
 }
 
 // A metrics address that is malformed is a usage error; one that cannot be

@@ -186,6 +186,7 @@ NatsServer::NatsServer(const std::string& config) : port_(FreePort()) {
 
 NatsServer::~NatsServer() {
   if (pid_ > 0) {
+    kill(pid_, SIGCONT);  // a frozen one would never take the SIGTERM
     kill(pid_, SIGTERM);
     waitpid(pid_, nullptr, 0);
   }
@@ -196,6 +197,14 @@ void NatsServer::Kill() {
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+void NatsServer::Freeze() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void NatsServer::Thaw() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 void NatsServer::Start() {

@@ -30,6 +30,10 @@ class NatsServer {
   void Kill();
   // Starts again on the same port and store.
   void Start();
+  // SIGSTOP: the process keeps its sockets but answers nothing, as a
+  // server behind a partition that drops packets; Thaw (SIGCONT) resumes it.
+  void Freeze();
+  void Thaw();
 
   std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
   // The last `lines` lines of the server's log, for a failure message.
