@@ -58,6 +58,7 @@ constexpr const char* kKnown[] = {
     "pointer-any-direction",     // pointer rule: the pointer may move backward
     "manifest-skip-checksum",    // manifest frame: checksum not checked
     "chunk-skip-sha256",         // chunk reader: SHA-256 not checked
+    "s3-bare-404-no-bucket",         // S3: a bare 404 to HEAD of the bucket counts as no bucket
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
