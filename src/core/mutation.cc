@@ -31,6 +31,7 @@ constexpr const char* kKnown[] = {
     "restore-ignore-scope",                  // restore: an artifact of a narrower scope is used
     "restore-ignore-ahead",                  // restore: a stale artifact is used
     "restore-ignore-retention",              // restore: an artifact outside retention is used
+    "restore-ignore-head",  // restore: an artifact beyond the stream's last sequence is used
     "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted
@@ -45,19 +46,22 @@ constexpr const char* kKnown[] = {
     "watch-trust-unanchored",             // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk",         // restore: the cursor moves before the final commit
     "restore-skip-verify-pass",           // restore: writes before the whole artifact verified
-    "fold-cursor-backward",               // stores: the cursor may move backward
-    "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
-    "apply-skip-read",                    // watcher: folds without reading at or below max_revision
-    "watch-new-keys-past-sync",  // watcher: a state sync's later messages count as new keys
-    "fold-max-revision-stale",   // stores: a commit does not raise max_revision
-    "fold-cursor-own-write",     // rocks fold: the cursor is written before its entries
-    "fold-skip-wal-sync",        // rocks fold: a commit returns before its WAL is synced
-    "seed-skip-verify-pass",     // seed: writes before the whole artifact verified
-    "seed-cursor-every-commit",  // seed: cursor set before the final commit
-    "loader-ingest-early",       // fold loader: staged entries visible before Finish
-    "pointer-any-direction",     // pointer rule: the pointer may move backward
-    "manifest-skip-checksum",    // manifest frame: checksum not checked
-    "chunk-skip-sha256",         // chunk reader: SHA-256 not checked
+    "repair-hook-before-reads",  // relist/restore: the hook sees a change before its batch's reads
+    "fold-cursor-backward",      // stores: the cursor may move backward
+    "fold-message-ignore-revision",  // core: an older message overwrites a newer entry
+    "apply-skip-read",               // watcher: folds without reading at or below max_revision
+    "watch-new-keys-past-sync",      // watcher: a state sync's later messages count as new keys
+    "fold-max-revision-stale",       // stores: a commit does not raise max_revision
+    "fold-cursor-own-write",         // rocks fold: the cursor is written before its entries
+    "fold-skip-wal-sync",            // rocks fold: a commit returns before its WAL is synced
+    "seed-skip-verify-pass",         // seed: writes before the whole artifact verified
+    "seed-cursor-every-commit",      // seed: cursor set before the final commit
+    "loader-ingest-early",           // fold loader: staged entries visible before Finish
+    "pointer-any-direction",         // pointer rule: the pointer may move backward
+    "export-drop-odd-keys",          // export: a key that is no valid KV key is left out
+    "pointer-keep-beyond-head",      // pointer rule: a pointer beyond the stream's head stays
+    "manifest-skip-checksum",        // manifest frame: checksum not checked
+    "chunk-skip-sha256",             // chunk reader: SHA-256 not checked
     "s3-bare-404-no-bucket",         // S3: a bare 404 to HEAD of the bucket counts as no bucket
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
