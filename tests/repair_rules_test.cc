@@ -110,6 +110,15 @@ TEST(CheckRestoreTest, EveryCondition) {
   RestoreTarget fresh = t;
   fresh.fold_cursor.reset();
   EXPECT_TRUE(CheckRestore(Manifest(149), fresh).ok());
+  // Not beyond the stream's head (issue 31, defect 4): a stream restored
+  // from a backup keeps its identity with a lower last_seq.
+  RestoreTarget rolled_back = t;
+  rolled_back.last_seq = 180;
+  EXPECT_TRUE(CheckRestore(Manifest(180), rolled_back).ok());
+  Status ahead = CheckRestore(Manifest(200), rolled_back);
+  EXPECT_TRUE(ahead.IsFailedPrecondition()) << ahead.ToString();
+  EXPECT_NE(ahead.message().find("beyond the stream's last sequence 180"), std::string::npos)
+      << ahead.ToString();
 }
 
 Entry Live(uint64_t rev, std::string v = "v") { return Entry{rev, false, std::move(v)}; }

@@ -28,8 +28,14 @@
 
 namespace kvfold {
 
-// The manifest schema this build writes and the newest it reads.
-inline constexpr uint32_t kArtifactSchemaVersion = 1;
+// The newest manifest schema this build reads and writes. Schema 2 differs
+// from 1 only in its keys: any key a fold holds (a raw publish to
+// "$KV.<bucket>.user@x" folds as key "user@x"), where schema 1 holds only
+// valid KV keys. An export is written as schema 1 unless it holds such a
+// key, so schema-1 readers read every artifact they can (artifacts/FORMAT.md).
+inline constexpr uint32_t kArtifactSchemaVersion = 2;
+// The schema whose keys are any non-empty string.
+inline constexpr uint32_t kArtifactSchemaAnyKey = 2;
 
 struct ArtifactChunk {
   std::string name;
@@ -88,11 +94,18 @@ struct ExportOptions {
   bool advance_pointer = true;
   // Called after each chunk. Default: none.
   ArtifactProgressFn progress;
-  // Called for each key of the fold that an artifact cannot hold (not a
-  // valid KV key, e.g. folded from a raw publish to "$KV.<bucket>.user@x"),
-  // with the reason. Such keys are left out, so the artifact stays readable;
-  // report them to the operator. Default: none.
+  // Called for each key of the fold that an artifact cannot hold (outside
+  // the fold's scope; an empty key), with the reason. Such keys are left
+  // out; report them to the operator. A key that is no valid KV key (folded
+  // from a raw publish to "$KV.<bucket>.user@x") is carried: the artifact
+  // is then of schema kArtifactSchemaAnyKey. Default: none.
   std::function<void(std::string_view key, const Status& why)> skipped_key;
+  // Reads the stream's last sequence, fresh. When set, and the latest
+  // pointer names an artifact beyond it (the stream was restored from a
+  // backup since), this export replaces that pointer although its cursor
+  // is lower (artifacts/FORMAT.md, "Latest pointer"). Default: none (the
+  // pointer only moves to a higher cursor).
+  std::function<StatusOr<uint64_t>()> stream_last_seq;
   // For reproducible artifacts (golden files) only: a fixed id and time.
   std::string fixed_artifact_id;
   int64_t fixed_created_unix_ms = 0;
@@ -102,7 +115,8 @@ struct ExportOptions {
 // one snapshot) to `to`: chunks first, the manifest last, then the pointer.
 // FailedPrecondition when the fold has no cursor, bucket or scope.
 // AlreadyExists when the pointer already names an artifact at or beyond
-// this cursor: checked before writing anything, and again when moving the
+// this cursor (and, with ExportOptions::stream_last_seq, not beyond the
+// stream's head): checked before writing anything, and again when moving the
 // pointer (another exporter may win in between; the artifact written is
 // then left for prune). Keys an artifact cannot hold are skipped (see
 // ExportOptions::skipped_key). InvalidArgument when one value is too large

@@ -88,6 +88,10 @@ struct ScheduledExportOptions {
   ExportMetrics* metrics = nullptr;
   // Time between rounds. Default: RealClock().
   Clock* clock = nullptr;
+  // Reads the stream's last sequence (ExportOptions::stream_last_seq): a
+  // round then replaces a latest pointer beyond the stream's head. Called
+  // on the export's thread. Default: none.
+  std::function<StatusOr<uint64_t>()> stream_last_seq;
 };
 
 class ScheduledExport {

@@ -31,7 +31,23 @@ struct ArtifactPointer {
   std::string bucket;
   std::string stream_created;
 
-  friend bool operator==(const ArtifactPointer&, const ArtifactPointer&) = default;
+  // Not stored with the pointer, and not compared: what lets a new pointer
+  // replace one beyond the stream's head. An exporter that read the latest
+  // pointer `artifact_id`, then the stream's last sequence
+  // `stream_last_seq`, and found the pointer's cursor beyond it (the stream
+  // was restored from a backup: same identity, shorter history) sets it.
+  // See artifacts/FORMAT.md, "Latest pointer".
+  struct BeyondHead {
+    std::string artifact_id;
+    uint64_t stream_last_seq = 0;
+  };
+  std::optional<BeyondHead> replaces = std::nullopt;
+
+  // The stored fields only.
+  friend bool operator==(const ArtifactPointer& a, const ArtifactPointer& b) {
+    return a.artifact_id == b.artifact_id && a.cursor == b.cursor && a.bucket == b.bucket &&
+           a.stream_created == b.stream_created;
+  }
 };
 
 class Transport {

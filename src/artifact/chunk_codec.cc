@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include "artifact.pb.h"
+#include "kvfold/artifact.h"
 #include "kvfold/scope.h"
 
 namespace kvfold::artifact {
@@ -21,7 +22,11 @@ uint64_t VarintBytes(uint64_t v) {
 
 }  // namespace
 
-Status CheckArtifactKey(std::string_view key) { return ValidateKey(key); }
+Status CheckArtifactKey(std::string_view key, uint32_t min_reader_version) {
+  if (min_reader_version < kArtifactSchemaAnyKey) return ValidateKey(key);
+  if (key.empty()) return Status::InvalidArgument("key is empty");
+  return Status::OK();
+}
 
 uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value) {
   // ChunkRecord in proto3 wire form: one tag byte per non-default field.

@@ -20,10 +20,12 @@ namespace kvfold::artifact {
 // whatever a manifest says. One record must fit in it too.
 inline constexpr uint64_t kMaxChunkRawBytes = uint64_t{64} << 20;
 
-// OK when an artifact may hold `key`: a valid KV key (ValidateKey:
-// [-/_=.a-zA-Z0-9], no leading or trailing '.', no empty token).
-// InvalidArgument naming the fault otherwise.
-Status CheckArtifactKey(std::string_view key);
+// OK when an artifact of schema `min_reader_version` may hold `key`: from
+// kArtifactSchemaAnyKey on, any non-empty key (a fold holds every key a
+// subject can carry); before, only a valid KV key (ValidateKey:
+// [-/_=.a-zA-Z0-9], no trailing '.'). InvalidArgument naming the fault
+// otherwise.
+Status CheckArtifactKey(std::string_view key, uint32_t min_reader_version);
 
 // The bytes AppendRecord adds for this record (length prefix included).
 uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value);

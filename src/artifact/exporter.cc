@@ -9,12 +9,14 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <random>
 #include <system_error>
 
 #include "artifact/chunk_codec.h"
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
+#include "core/mutation.h"
 #include "core/pointer_rule.h"
 #include "kvfold/artifact.h"
 #include "kvfold/scope.h"
@@ -42,7 +44,9 @@ ArtifactManifest ManifestOf(const FoldMeta& meta, const ExportOptions& options) 
   ArtifactManifest m;
   m.artifact_id =
       options.fixed_artifact_id.empty() ? NewArtifactId(*meta.cursor) : options.fixed_artifact_id;
-  m.schema_version = kArtifactSchemaVersion;
+  // Schema 1 unless a key needs more (ChunkWriter::Add): every reader of
+  // schema 1 reads it.
+  m.schema_version = 1;
   m.min_reader_version = 1;
   m.bucket = meta.bucket;
   m.stream_created = meta.stream_created;
@@ -104,7 +108,16 @@ class ChunkWriter {
 };
 
 Status ChunkWriter::Add(std::string_view key, const Entry& e) {
-  Status fits = artifact::CheckArtifactKey(key);
+  Status fits = artifact::CheckArtifactKey(key, kArtifactSchemaAnyKey);
+  if (fits.ok() && !artifact::CheckArtifactKey(key, 1).ok()) {
+    // Not a valid KV key, yet the fold holds it (a raw publish): it
+    // travels, and only readers that take any key may read the artifact.
+    if (KVFOLD_MUTANT("export-drop-odd-keys")) {
+      fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is not a valid KV key");
+    } else {
+      m_.schema_version = m_.min_reader_version = kArtifactSchemaAnyKey;
+    }
+  }
   if (fits.ok() && !scope_.Contains(key)) {
     fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is outside the fold's scope " +
                                    scope_.ToString());
@@ -185,9 +198,12 @@ Status ChunkWriter::Finish(bool publish_last) {
   return s.ok() ? last : s;
 }
 
-// The manifest after its chunks, signed when `signer`; then the pointer.
+// The manifest after its chunks, signed when `signer`; then the pointer
+// (replacing one beyond the stream's head when `replaces`).
 Status PublishManifest(Transport& to, const ExportOptions& options,
-                       const artifact::SigningKey* signer, ArtifactManifest* m) {
+                       const artifact::SigningKey* signer,
+                       const std::optional<ArtifactPointer::BeyondHead>& replaces,
+                       ArtifactManifest* m) {
   ::kvfold::wire::ManifestEnvelope envelope;
   envelope.set_manifest(artifact::ToProto(*m).SerializeAsString());
   if (signer) {
@@ -201,7 +217,9 @@ Status PublishManifest(Transport& to, const ExportOptions& options,
   KVFOLD_RETURN_IF_ERROR(
       to.Put(m->artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
   if (!options.advance_pointer) return Status::OK();
-  return to.AdvancePointer(ArtifactPointer{m->artifact_id, m->cursor, m->bucket, m->stream_created})
+  return to
+      .AdvancePointer(
+          ArtifactPointer{m->artifact_id, m->cursor, m->bucket, m->stream_created, replaces})
       .WithContext("artifact " + m->artifact_id + " was written to " + to.location() +
                    " but not made the latest");
 }
@@ -226,12 +244,20 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     return Status::FailedPrecondition(
         "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
   }
+  std::optional<ArtifactPointer::BeyondHead> replaces;
   if (options.advance_pointer) {
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
+    if (*pointer && (**pointer).cursor > *meta.cursor && options.stream_last_seq) {
+      // Read after the pointer: a pointer beyond it names another history.
+      auto head = options.stream_last_seq();
+      if (!head.ok()) return head.status().WithContext("reading the stream's last sequence");
+      if ((**pointer).cursor > *head) replaces = {(**pointer).artifact_id, *head};
+    }
     Status advance = core::CheckPointerAdvance(
-        *pointer, ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created});
+        *pointer,
+        ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created, replaces});
     if (advance.IsAlreadyExists() && (**pointer).cursor == *meta.cursor) {
       // The answer vouches that the latest artifact is current. The
       // pointer may be one an earlier attempt left behind a failed fsync:
@@ -261,7 +287,7 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     chunks.RemovePublished();
     return inner;
   }
-  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), &m));
+  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), replaces, &m));
   return m;
 }
 

@@ -123,7 +123,7 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
         if (key <= last) {  // keys are never empty, so the first one passes
           return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
         }
-        if (!CheckArtifactKey(key).ok() || !scope->Contains(key)) {
+        if (!CheckArtifactKey(key, m.min_reader_version).ok() || !scope->Contains(key)) {
           return Status::Corruption(what + ": key \"" + std::string(key) +
                                     "\" is not a valid key in the artifact's scope");
         }

@@ -5,6 +5,7 @@
 #include "artifact/pointer_codec.h"
 #include "artifact/s3_client.h"
 #include "artifact/s3_xml.h"
+#include "core/mutation.h"
 #include "core/pointer_rule.h"
 
 namespace kvfold::artifact {
@@ -36,6 +37,24 @@ class S3Transport final : public Transport {
     if (!r.ok()) return r.status();
     if (Ok(*r)) return Status::OK();
     if (r->status != 404) return client_.ErrorOf(probe, *r);
+    if (!KVFOLD_MUTANT("s3-bare-404-no-bucket")) {
+      // A HEAD answer has no body, so its 404 carries no error code: only a
+      // listing's NoSuchBucket says the bucket is absent. A bare 404 (a
+      // proxy, a wrong endpoint or addressing) never does.
+      S3Request list("GET", "", ListQuery("", 1));
+      auto listed = client_.Send(list);
+      if (!listed.ok()) return listed.status();
+      if (Ok(*listed)) return Status::OK();
+      if (listed->ErrorCode() != "NoSuchBucket") {
+        Status why = client_.ErrorOf(list, *listed);
+        if (listed->status != 404 || why.IsNotFound()) return why;
+        return Status::FailedPrecondition(
+            why.message() +
+            " (a 404 without S3's NoSuchBucket, after HEAD of the bucket also "
+            "answered 404: is the endpoint, the addressing style or a proxy "
+            "wrong? set --s3-endpoint or --s3-addressing)");
+      }
+    }
     if (!create_if_missing) {
       return Status::NotFound("no S3 bucket " + client_.config().where.bucket + " at " +
                               client_.config().endpoint);

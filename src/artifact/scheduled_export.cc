@@ -110,6 +110,7 @@ ScheduledExport::Round ScheduledExport::Attempt() {
   ExportOptions options;
   options.exporter_id = opt_.exporter_id;
   options.sign_key_file = opt_.sign_key_file;
+  options.stream_last_seq = opt_.stream_last_seq;
   uint64_t skipped = 0;
   options.skipped_key = [&](std::string_view key, const Status& why) {
     if (skipped++ == 0) {

@@ -311,7 +311,19 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
   // Counted only when served or reported: a plain mirror pays nothing.
   if (metrics_server || *notifier) options.metrics = &metrics;
   std::unique_ptr<ScheduledExport> exporter;
+  std::unique_ptr<BucketSource> export_source;
   if (export_options) {
+    // Its own connection: a bucket source serves one thread at a time, and
+    // the watch's is busy. The rounds read the stream's head with it, so a
+    // pointer beyond it (a stream restored from a backup) is replaced.
+    auto opened = OpenNatsBucket(f.connect, f.bucket);
+    if (!opened.ok()) return Report("mirror", opened.status());
+    export_source = std::move(opened).value();
+    export_options->stream_last_seq = [s = export_source.get()]() -> StatusOr<uint64_t> {
+      auto state = s->ReadStream();
+      if (!state.ok()) return state.status();
+      return state->last_seq;
+    };
     auto made =
         ScheduledExport::Make(**fold, *export_setup.lease, *export_setup.to, *export_options);
     if (!made.ok()) return Report("mirror", made.status());

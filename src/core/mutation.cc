@@ -28,13 +28,14 @@ constexpr const char* kKnown[] = {
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
     "repair-skip-flush",                     // watcher: repairs without flushing what was received
     "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
-    "repair-recreated-keeps-old-memo",    // watcher: a recreated stream inherits the eviction memo
-    "retention-listing-always-truth",     // retention: a listing is trusted after eviction
-    "choose-relist-on-evicting",          // policy: relist runs where the listing is not truth
-    "restore-ignore-identity",            // restore: an artifact of another stream is used
-    "restore-ignore-scope",               // restore: an artifact of a narrower scope is used
-    "restore-ignore-ahead",               // restore: a stale artifact is used
-    "restore-ignore-retention",           // restore: an artifact outside retention is used
+    "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo
+    "retention-listing-always-truth",   // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",        // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",          // restore: an artifact of another stream is used
+    "restore-ignore-scope",             // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",             // restore: a stale artifact is used
+    "restore-ignore-retention",         // restore: an artifact outside retention is used
+    "restore-ignore-head",  // restore: an artifact beyond the stream's last sequence is used
     "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted
@@ -64,6 +65,10 @@ constexpr const char* kKnown[] = {
     "pointer-any-direction",           // pointer rule: the pointer may move backward
     "manifest-skip-checksum",          // manifest frame: checksum not checked
     "chunk-skip-sha256",               // chunk reader: SHA-256 not checked
+    "repair-hook-before-reads",  // relist/restore: the hook sees a change before its batch's reads
+    "export-drop-odd-keys",      // export: a key that is no valid KV key is left out
+    "pointer-keep-beyond-head",  // pointer rule: a pointer beyond the stream's head stays
+    "s3-bare-404-no-bucket",     // S3: a bare 404 to HEAD of the bucket counts as no bucket
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored

@@ -112,6 +112,14 @@ Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
         what + " comes from the stream created at " + m.stream_created +
         ", but the bucket's stream was created at " + t.stream_created);
   }
+  if (t.last_seq && m.cursor > *t.last_seq && !KVFOLD_MUTANT("restore-ignore-head")) {
+    return Status::FailedPrecondition(
+        what + " is at cursor " + std::to_string(m.cursor) +
+        ", beyond the stream's last sequence " + std::to_string(*t.last_seq) +
+        ": the stream was restored from a backup since (same identity, shorter history), so the "
+        "artifact describes writes it no longer has; export from a node that follows the stream "
+        "as it is now (its export replaces this pointer, artifacts/FORMAT.md)");
+  }
   auto scope = Scope::Make(m.scope);
   if (!m.has_scope || !scope.ok()) {
     return Status::FailedPrecondition(what + " records no usable scope");

@@ -58,10 +58,15 @@ struct RestoreTarget {
   // the marker window on a bucket with limit markers.
   int64_t marker_ttl_ns = 0;
   int64_t server_time_ns = 0;
+  // Fresh: the stream's last sequence. An artifact beyond it describes a
+  // history this stream no longer has (restored from a backup, same
+  // identity). nullopt: not known, not checked.
+  std::optional<uint64_t> last_seq = std::nullopt;
 };
 
-// OK when `manifest` may be restored onto `target` (on a bucket with limit
-// markers, also: its cursor's anchor is inside the marker window);
+// OK when `manifest` may be restored onto `target` (its cursor at or below
+// the stream's last sequence; on a bucket with limit markers, also: its
+// cursor's anchor is inside the marker window);
 // otherwise
 // FailedPrecondition naming the condition that fails and the numbers.
 Status CheckRestore(const ArtifactManifest& manifest, const RestoreTarget& target);

@@ -2,22 +2,42 @@
 
 #include "core/change_report.h"
 #include "core/count_change.h"
+#include "core/mutation.h"
 #include "kvfold/watch_metrics.h"
 
 namespace kvfold::repair {
 
 Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& previous,
                          const Entry& next, bool hook) {
-  if (hook) {
+  if (hook && KVFOLD_MUTANT("repair-hook-before-reads")) {
     const Op op = next.deleted ? Op::kDelete : Op::kPut;
     KVFOLD_RETURN_IF_ERROR(
         core::ReportChange(ctx_.apply, ctx_.metrics, origin_, key, op, next, previous));
-    ++(next.deleted ? deletes_ : puts_);
+    hook = false;
   }
-  const bool first = pending_.entries.insert_or_assign(key, next).second;
+  if (hook) ++(next.deleted ? deletes_ : puts_);
+  const bool first = pending_keys_.insert(key).second;
   if (!first) counts_known_ = false;
   core::AddCountChange(core::CountChangeOf(previous ? &*previous : nullptr, next), &counts_);
-  if (pending_.entries.size() >= batch_limit_) return Flush();
+  std::optional<Entry> before;
+  if (previous) before = Entry{previous->revision, previous->deleted, {}};
+  pending_.push_back(Pending{key, std::move(before), next, hook});
+  if (pending_keys_.size() >= batch_limit_) return Flush();
+  return Status::OK();
+}
+
+Status ChangeWriter::TakePending(FoldCommit* commit) {
+  // The hook runs here, after every read that decided the batch and right
+  // before its commit: nothing it sees is discarded by a failed read.
+  for (const Pending& p : pending_) {
+    if (!p.hook) continue;
+    const Op op = p.next.deleted ? Op::kDelete : Op::kPut;
+    KVFOLD_RETURN_IF_ERROR(
+        core::ReportChange(ctx_.apply, ctx_.metrics, origin_, p.key, op, p.next, p.previous));
+  }
+  for (Pending& p : pending_) commit->entries.insert_or_assign(std::move(p.key), std::move(p.next));
+  pending_.clear();
+  pending_keys_.clear();
   return Status::OK();
 }
 
@@ -32,16 +52,17 @@ void ChangeWriter::TakeCounts(FoldCommit* commit) {
 }
 
 Status ChangeWriter::Flush() {
-  if (pending_.entries.empty()) return Status::OK();
-  TakeCounts(&pending_);
-  KVFOLD_RETURN_IF_ERROR(CommitWithRetry(pending_));
-  pending_ = FoldCommit();
-  return Status::OK();
+  if (pending_.empty()) return Status::OK();
+  FoldCommit commit;
+  KVFOLD_RETURN_IF_ERROR(TakePending(&commit));
+  TakeCounts(&commit);
+  // A failed commit is retried as it is: the hook does not see it again.
+  return CommitWithRetry(commit);
 }
 
 Status ChangeWriter::Finish(FoldCommit final_meta) {
-  final_meta.entries = std::move(pending_.entries);
-  pending_ = FoldCommit();
+  final_meta.entries.clear();
+  KVFOLD_RETURN_IF_ERROR(TakePending(&final_meta));
   TakeCounts(&final_meta);
   return CommitWithRetry(final_meta);
 }

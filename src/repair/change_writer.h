@@ -1,14 +1,19 @@
-// How a repair writes: each change goes to the apply hook first, then into
-// a commit of up to batch_size changes with no cursor (the old cursor
-// stays), retried like the watch's own commits. Only Finish carries the
-// repair's final metadata, the cursor among it.
+// How a repair writes: changes gather into a commit of up to batch_size
+// changes with no cursor (the old cursor stays), retried like the watch's
+// own commits. The apply hook sees a batch's changes, in order, only when
+// the batch commits, after every bucket read that decided them: a read that
+// fails partway discards a batch the hook never saw, so the retry shows it
+// each change once (SPEC §1, "exactly once per committed change"). Only
+// Finish carries the repair's final metadata, the cursor among it.
 
 #ifndef KVFOLD_REPAIR_CHANGE_WRITER_H_
 #define KVFOLD_REPAIR_CHANGE_WRITER_H_
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/commit_retry.h"
 #include "kvfold/clock.h"
@@ -29,11 +34,11 @@ class ChangeWriter {
         batch_limit_(batch_limit == 0 ? ctx.batch_size : batch_limit),
         retry_(ctx.max_commit_failures) {}
 
-  // Records `next` for `key` (whose fold entry was `previous`), calling the
-  // hook first when `hook`; commits when the batch is full.
+  // Records `next` for `key` (whose fold entry was `previous`), for the
+  // hook too when `hook`; commits when the batch is full.
   Status Add(const std::string& key, const std::optional<Entry>& previous, const Entry& next,
              bool hook);
-  // Commits what is pending, without a cursor.
+  // Shows the hook what is pending, then commits it, without a cursor.
   Status Flush();
   // Commits what is pending together with `final_meta`.
   Status Finish(FoldCommit final_meta);
@@ -42,6 +47,9 @@ class ChangeWriter {
   uint64_t deletes() const { return deletes_; }
 
  private:
+  // Shows the hook the batch's changes, in the order they were added, then
+  // moves them into `commit`.
+  Status TakePending(FoldCommit* commit);
   Status CommitWithRetry(FoldCommit& commit);
   // Sets the counts `commit` (holding pending_'s entries) changes, when
   // known, and starts a new batch's.
@@ -53,7 +61,16 @@ class ChangeWriter {
   ChangeOrigin origin_;
   size_t batch_limit_;
   core::CommitRetry retry_;
-  FoldCommit pending_;
+  // The batch, in the order Add was called; a key may come twice (the
+  // later entry is the one committed).
+  struct Pending {
+    std::string key;
+    std::optional<Entry> previous;  // its value is not kept: the hook needs the revision
+    Entry next;
+    bool hook = false;
+  };
+  std::vector<Pending> pending_;
+  std::set<std::string, std::less<>> pending_keys_;
   // The batch's count change, from the `previous` entries Add was given;
   // unknown once a key changes twice in one batch.
   FoldCommit::CountChange counts_;

@@ -115,10 +115,14 @@ StatusOr<StreamState> RestoreAttempt::Check(const char* when) {
   }
   marker_ttl_ns_ = measured.marker_ttl_ns;
   out_->marker_window_ns = core::MarkerWindowNs(measured).value_or(0);
-  core::RestoreTarget target{ctx_.source.bucket(), state->created,
-                             req_.scope,           req_.rebase ? std::nullopt : req_.fold_cursor,
-                             state->first_seq,     measured.marker_ttl_ns,
-                             state->server_time_ns};
+  core::RestoreTarget target{ctx_.source.bucket(),
+                             state->created,
+                             req_.scope,
+                             req_.rebase ? std::nullopt : req_.fold_cursor,
+                             state->first_seq,
+                             measured.marker_ttl_ns,
+                             state->server_time_ns,
+                             state->last_seq};
   Status s = core::CheckRestore(m_, target);
   if (!s.ok()) return s.WithContext(when);
   checked_ = *state;

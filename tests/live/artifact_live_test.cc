@@ -577,8 +577,8 @@ TEST_F(ArtifactLiveTest, CliRefusesAnArtifactOfANewerSchemaOnEveryPath) {
   const std::string newer = artifact::EncodeManifestFrame(env);
   std::ofstream(manifest_path, std::ios::binary | std::ios::trunc) << newer;
   const std::string why =
-      "has schema version 7 and needs a reader of schema 5 or newer; this kvfold reads schema 1. "
-      "Upgrade kvfold on this node.";
+      "has schema version 7 and needs a reader of schema 5 or newer; this kvfold reads schema " +
+      std::to_string(kArtifactSchemaVersion) + ". Upgrade kvfold on this node.";
 
   CliExit verify = run({"artifacts", "verify", arts});
   EXPECT_EQ(verify.code, 1) << verify.err;

@@ -32,8 +32,8 @@ KvClient::KvClient(const std::string& url, const std::function<void(natsOptions*
   natsStatus s = natsConnection_Connect(&nc_, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
-    throw std::runtime_error("test client cannot connect to " + url + ": " +
-                             natsStatus_GetText(s) + " (" + nats_GetLastError(nullptr) + ")");
+    throw std::runtime_error("test client cannot connect to " + url + ": " + natsStatus_GetText(s) +
+                             " (" + nats_GetLastError(nullptr) + ")");
   }
 }
 

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "fold_view.h"
 #include "kvfold/artifact.h"
@@ -133,6 +134,18 @@ class Artifacts {
     auto m = ExportArtifact(fold, *transport_, eo);
     ASSERT_TRUE(m.ok() || m.status().IsAlreadyExists()) << m.status().ToString();
   }
+  // An export that reads the stream's head first, as a mirror's scheduled
+  // export does; the result.
+  StatusOr<ArtifactManifest> ExportReadingHead(Fold& fold, SimBucket& b) {
+    ExportOptions eo;
+    eo.stream_last_seq = [&b]() -> StatusOr<uint64_t> {
+      auto state = b.ReadStream();
+      if (!state.ok()) return state.status();
+      return state->last_seq;
+    };
+    return ExportArtifact(fold, *transport_, eo);
+  }
+  Transport& transport() { return *transport_; }
   ArtifactSource* source() { return source_.get(); }
   // Flips one byte in the middle of the newest artifact's last chunk file.
   void CorruptLastChunk() {
@@ -1304,6 +1317,157 @@ TEST(RepairSimTest, WiderArtifactRestoresOnlyTheNodesScope) {
       for (const auto& [k, e] : n.hook_view) EXPECT_TRUE(scope.Contains(k)) << "hook saw " << k;
     }
   }
+}
+
+// SPEC §1 apply hook: exactly once per committed change, repairs included
+// (issue 31, defect 8). A bucket read that fails partway through a repair's
+// batch discards the batch; the hook must not have seen it, or the retry
+// shows the same change twice.
+using HookCalls = std::map<std::tuple<std::string, uint64_t, Op>, int>;
+std::function<Status(const Change&)> CountHookCalls(HookCalls* calls) {
+  return [calls](const Change& c) {
+    ++(*calls)[{std::string(c.key), c.revision, c.op}];
+    return Status::OK();
+  };
+}
+void ExpectEachChangeHookedOnce(const HookCalls& calls) {
+  for (const auto& [change, count] : calls) {
+    EXPECT_EQ(count, 1) << "the hook saw " << std::get<0>(change) << " at " << std::get<1>(change)
+                        << " " << count << " times";
+  }
+}
+
+TEST(RepairSimTest, RestoreReadFailureMidChunkNeverShowsTheHookAChangeTwice) {
+  SimBucket b;
+  b.SetMaxMsgs(25);
+  Artifacts arts;
+  Node a, nb;
+  b.Put("d.del", "deleted in the gap");
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int round = 1; round <= 8; ++round) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+    if (round == 2) {
+      for (int i = 0; i < 10; ++i) b.Put("c." + std::to_string(i), "evicted in the gap");
+    }
+    if (round == 5) b.Delete("d.del");
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);  // one chunk: c.*, k.*
+  // In key order the chunk's c.* come from the artifact alone; then the
+  // fold's d.del, in neither the artifact nor the listing: its last
+  // message is read, and that read fails once, mid-chunk.
+  int reads = 0;
+  b.before_last_of_key = [&] {
+    if (reads++ == 0) b.FailNextLastOfKey(1);
+  };
+  HookCalls calls;
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.repair_timeout = std::chrono::seconds(30);
+  Status s = RunNode(b, nb, o, nullptr, CountHookCalls(&calls));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(reads, 2);  // the failed read, then the retried one
+  EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kDone), 1u);
+  ExpectConverged(b, nb);
+  EXPECT_GT(nb.by_origin[ChangeOrigin::kRestore], 10);  // c.0..c.9 taken, d.del deleted, ...
+  ExpectEachChangeHookedOnce(calls);
+}
+
+TEST(RepairSimTest, RelistReadFailureMidBatchNeverShowsTheHookAChangeTwice) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v0");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (int round = 1; round <= 20; ++round) {
+    for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+  }
+  b.Delete("k.3");
+  b.Delete("k.4");
+  b.Delete("k.5");
+  b.Put("k.0", "last");
+  // k.3's delete is decided (its last message read), then k.4's read fails:
+  // the relist stops with k.3's delete uncommitted; the next run repeats it.
+  int reads = 0;
+  b.before_last_of_key = [&] {
+    if (reads++ == 1) b.FailNextLastOfKey(1);
+  };
+  HookCalls calls;
+  Status first = RunNode(b, n, Fast(), nullptr, CountHookCalls(&calls));
+  for (int run = 0; run < 3 && !first.ok(); ++run) {
+    first = RunNode(b, n, Fast(), nullptr, CountHookCalls(&calls));
+  }
+  ASSERT_TRUE(first.ok()) << first.ToString();
+  EXPECT_GE(reads, 4);
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kRelist], 3);
+  ExpectEachChangeHookedOnce(calls);
+}
+
+// SPEC §5 Restore (issue 31, defect 4): a stream restored from a backup
+// keeps its identity (created time) with a lower last_seq, so every artifact
+// exported since is ahead of it. Such an artifact describes a history the
+// stream no longer has: restore refuses it (otherwise the fold's cursor
+// passes the head, the mirror takes the stream as recreated and restores
+// the same artifact again, forever).
+TEST(RepairSimTest, ArtifactBeyondTheStreamsHeadIsNotRestored) {
+  SimBucket b;
+  b.SetMaxMsgs(15);
+  Artifacts arts;
+  Node a;
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);  // cursor 40
+  b.RollBackTo(30);
+  b.Put("after.backup", "x");  // 31: the head is below the artifact's cursor
+  Node nb;
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  // Were it taken, the watch would restore it again and again: stop it.
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int restores = 0;
+  o.log = [&](std::string_view line) {
+    if (line.find("restore done") != std::string_view::npos && ++restores >= 3) {
+      stop.request_stop();
+    }
+  };
+  Status s = RunNode(b, nb, o);
+  EXPECT_EQ(restores, 0);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("beyond the stream's last sequence"), std::string::npos)
+      << s.ToString();
+  EXPECT_FALSE(nb.fold->ReadMeta()->cursor.has_value());
+  EXPECT_TRUE(LiveEntries(*nb.fold).empty());
+
+  // The way out: a node that follows the stream as it is now exports. The
+  // pointer sits beyond the head, so that export replaces it (without the
+  // head it would be "unchanged" forever), and the waiting node restores.
+  Node c;
+  WatchOptions none = Fast();
+  none.repair = ExpiryRepair::kNone;
+  ASSERT_TRUE(RunNode(b, c, none).ok());
+  ASSERT_EQ(c.fold->ReadMeta()->cursor, b.last_seq());
+  ExportOptions plain;
+  EXPECT_TRUE(ExportArtifact(*c.fold, arts.transport(), plain).status().IsAlreadyExists());
+  auto replaced = arts.ExportReadingHead(*c.fold, b);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_EQ(replaced->cursor, b.last_seq());
+  EXPECT_EQ(*LatestArtifactId(arts.transport()), replaced->artifact_id);
+  // Forward only again within the stream's history: at the head, the
+  // pointer stays.
+  EXPECT_TRUE(arts.ExportReadingHead(*c.fold, b).status().IsAlreadyExists());
+  Node later;
+  o = Fast();
+  o.artifacts = arts.source();
+  s = RunNode(b, later, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(later.fold->ReadMeta()->cursor, b.last_seq());
+  EXPECT_EQ(LiveEntries(*later.fold), LiveEntries(*c.fold));
 }
 
 }  // namespace

@@ -125,6 +125,13 @@ void SimBucket::Recreate() {
   writes_.clear();
 }
 
+void SimBucket::RollBackTo(uint64_t seq) {
+  if (seq >= next_seq_ - 1) return;
+  log_.resize(seq);  // log_[i] holds sequence i + 1
+  next_seq_ = seq + 1;
+  std::erase_if(writes_, [seq](const BucketMessage& m) { return m.seq > seq; });
+}
+
 uint64_t SimBucket::Append(const std::string& key, Op op, const std::string& value) {
   BucketMessage m;
   m.key = key;
@@ -387,6 +394,10 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
 
 StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& key) {
   if (before_last_of_key) before_last_of_key();
+  if (last_of_key_failures_ > 0) {
+    --last_of_key_failures_;
+    return Status::Unavailable("simulated outage (LastOfKey)");
+  }
   for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
     if (it->retained && it->message.key == key) {
       BucketMessage m = it->message;

@@ -78,6 +78,10 @@ class SimBucket final : public BucketSource {
   bool rollup_skips() const { return rollup_skips_; }
   // Deletes and recreates the stream: new identity, sequences restart.
   void Recreate();
+  // The stream restored from a backup taken at `seq`: the same identity
+  // (created time), the messages after `seq` gone, the next write at
+  // `seq` + 1 again. The truth loses those writes too.
+  void RollBackTo(uint64_t seq);
 
   // With server filters the delivery sends only keys in scope (nats-server
   // filters); without, it sends everything (2.9 multi-prefix fallback).
@@ -153,6 +157,9 @@ class SimBucket final : public BucketSource {
   void NoteLaggingView() override { ++lagging_noted_; }
   // Runs at the start of each LastOfKey (retention racing the read).
   std::function<void()> before_last_of_key;
+  // Makes the next `n` LastOfKey calls answer Unavailable (after
+  // before_last_of_key has run).
+  void FailNextLastOfKey(int n) { last_of_key_failures_ = n; }
   StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override;
   // Runs inside each ListKeys, after the listing's last_seq was read and
   // before keys are named (writes racing the listing).
@@ -213,6 +220,7 @@ class SimBucket final : public BucketSource {
   Clock* idle_clock_ = nullptr;
   int stall_ = 0;
   int unavailable_calls_ = 0;
+  int last_of_key_failures_ = 0;
   int opened_ = 0;
 };
 
