@@ -29,13 +29,15 @@ constexpr const char* kKnown[] = {
     "repair-skip-flush",                     // watcher: repairs without flushing what was received
     "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo
-    "retention-listing-always-truth",   // retention: a listing is trusted after eviction
-    "choose-relist-on-evicting",        // policy: relist runs where the listing is not truth
-    "restore-ignore-identity",          // restore: an artifact of another stream is used
-    "restore-ignore-scope",             // restore: an artifact of a narrower scope is used
-    "restore-ignore-ahead",             // restore: a stale artifact is used
-    "restore-ignore-retention",         // restore: an artifact outside retention is used
-    "restore-ignore-head",  // restore: an artifact beyond the stream's last sequence is used
+    "repair-rebase-drops-memo-of-same-stream",  // watcher: a reset stream loses its memo
+    "watch-read-only-when-idle",                // watcher: a busy delivery never reads the stream
+    "retention-listing-always-truth",           // retention: a listing is trusted after eviction
+    "choose-relist-on-evicting",  // policy: relist runs where the listing is not truth
+    "restore-ignore-identity",    // restore: an artifact of another stream is used
+    "restore-ignore-scope",       // restore: an artifact of a narrower scope is used
+    "restore-ignore-ahead",       // restore: a stale artifact is used
+    "restore-ignore-retention",   // restore: an artifact outside retention is used
+    "restore-ignore-head",        // restore: an artifact beyond the stream's last sequence is used
     "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted

@@ -265,9 +265,9 @@ Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
 }
 
 Status RestoreAttempt::Finish(ChangeWriter& writer) {
-  // On a rebase the old stream's memo goes; the artifact's and the new
-  // stream's own count.
-  const bool evicted = m_.eviction_observed || (ctx_.eviction_observed && !req_.rebase) ||
+  // The memo the repair runs under (the context drops it only on a rebase
+  // onto a stream of another identity), the artifact's and the stream's own.
+  const bool evicted = m_.eviction_observed || ctx_.eviction_observed ||
                        ClassifyRetention(checked_, false).has_evicted;
   FoldCommit final_meta;
   final_meta.cursor = m_.cursor;

@@ -114,7 +114,8 @@ class WatchLoop {
     std::string why;
     StreamState state;  // read after the flush
     core::RepairChoice choice;
-    bool rebase = false;  // the stream was recreated
+    bool rebase = false;        // the stream was recreated, or reset below the fold
+    bool new_identity = false;  // a rebase onto a stream of another identity
   };
   Status Repair();
   Status Relist(const RepairPlan& plan);
@@ -124,8 +125,8 @@ class WatchLoop {
   // The fold's last_repair line for `outcome`.
   std::string RepairRecord(const RepairPlan& plan, const std::string& outcome) const;
   // The narrow contract a repair runs under. Its eviction memo is the
-  // fold's, except for a rebuild on a recreated stream: the memo was about
-  // the old stream, and the new one's listing is judged by itself.
+  // fold's, except for a rebuild on a stream of another identity: the memo
+  // was about the old stream, and the new one's listing is judged by itself.
   repair::RepairContext RepairCtx(const RepairPlan& plan) const;
   void RecordRepairOutcome(const Status& s);
   void NoteRetention(const StreamState& state);

@@ -72,6 +72,10 @@ Status WatchLoop::Repair() {
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
   }
   plan.rebase = plan.cause == core::RepairCause::kRecreated;
+  // A rebuild on a stream of another identity; a stream that kept its
+  // identity with a shorter history (restored from a backup) is the same
+  // bucket, and the memo still speaks for it.
+  plan.new_identity = plan.rebase && plan.state.created != stream_created_;
   // Judged with the memo the repair runs under: a recreated stream's
   // listing by that stream alone (RepairCtx).
   const Retention retention = ClassifyRetention(plan.state, RepairCtx(plan).eviction_observed);
@@ -127,8 +131,10 @@ std::string WatchLoop::RepairRecord(const RepairPlan& plan, const std::string& o
 
 repair::RepairContext WatchLoop::RepairCtx(const RepairPlan& plan) const {
   repair::RepairContext ctx(source_, fold_, clock_);
-  ctx.eviction_observed =
-      eviction_observed_ && (!plan.rebase || KVFOLD_MUTANT("repair-recreated-keeps-old-memo"));
+  bool drop_memo = plan.new_identity;
+  if (KVFOLD_MUTANT("repair-recreated-keeps-old-memo")) drop_memo = false;
+  if (KVFOLD_MUTANT("repair-rebase-drops-memo-of-same-stream")) drop_memo = plan.rebase;
+  ctx.eviction_observed = eviction_observed_ && !drop_memo;
   ctx.artifacts = opt_.artifacts;
   ctx.repair_timeout = opt_.repair_timeout;
   ctx.backoff_min = opt_.reconnect_backoff_min;
@@ -150,8 +156,9 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
     final_meta.cursor = 0;
     final_meta.rebase = true;
     final_meta.stream_created = plan.state.created;
-    // The memo was about the old stream; the new one starts clean.
-    final_meta.eviction_observed = ClassifyRetention(plan.state, false).has_evicted;
+    // A new identity starts clean; the same stream keeps its memo.
+    final_meta.eviction_observed =
+        RepairCtx(plan).eviction_observed || ClassifyRetention(plan.state, false).has_evicted;
   }
   repair::RelistResult r;
   const ChangeOrigin origin = plan.cause == core::RepairCause::kReconcile ? ChangeOrigin::kReconcile

@@ -189,7 +189,13 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     auto ev = delivery.Next(NextTimeout(now, in_flight, pace));
     if (!ev.ok()) return ev.status();
     const auto arrived = clock_.Now();  // one reading per event
-    const bool floor_due = guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check;
+    // The stream is read at least every idle_probe, busy or idle: readiness
+    // needs a fresh read, and a busy delivery with no stretch to prove
+    // never idles.
+    const bool read_due = arrived - last_floor_check_ >= opt_.idle_probe &&
+                          !KVFOLD_MUTANT("watch-read-only-when-idle");
+    const bool floor_due =
+        (guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check) || read_due;
     bool keep = true;  // false: the session ends (a reset, a failed read)
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage:

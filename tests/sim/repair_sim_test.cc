@@ -1406,6 +1406,32 @@ TEST(RepairSimTest, RelistReadFailureMidBatchNeverShowsTheHookAChangeTwice) {
   ExpectEachChangeHookedOnce(calls);
 }
 
+// A stream that kept its identity with a shorter history (restored from a
+// backup) is the same bucket: the fold's eviction memo still speaks for it.
+// With its limits removed since, its listing still lacks the keys that aged
+// out, so the rebuild after the reset must not relist: auto restores, and
+// with no artifact refuses, the fold as it was (review of issue 31, 5).
+TEST(RepairSimTest, AStreamResetBelowTheFoldKeepsItsEvictionMemo) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  Node n;
+  for (int i = 0; i < 30; ++i) {
+    b.Put("k." + std::to_string(i % 12), "v" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, n).ok());
+  }
+  ASSERT_TRUE(n.fold->ReadMeta()->eviction_observed);
+  const auto before = LiveEntries(*n.fold);
+  b.SetMaxMsgs(0);
+  b.RollBackTo(25);  // the same identity, its head below the fold's cursor
+  WatchOptions o = Fast();
+  o.reconnect_backoff_max = std::chrono::seconds(30);  // the lagging view's patience passes
+  Status s = RunNode(b, n, o);
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_TRUE(n.violations.empty()) << n.violations.front();
+  EXPECT_EQ(LiveEntries(*n.fold), before);
+  EXPECT_TRUE(n.fold->ReadMeta()->eviction_observed);
+}
+
 // SPEC §5 Restore (issue 31, defect 4): a stream restored from a backup
 // keeps its identity (created time) with a lower last_seq, so every artifact
 // exported since is ahead of it. Such an artifact describes a history the

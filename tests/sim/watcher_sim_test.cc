@@ -611,6 +611,35 @@ TEST(WatcherSimTest, AHeadBelowARelistsFloorIsALaggingViewNotARecreatedStream) {
   EXPECT_TRUE(logged("a replica that has not caught up"));
 }
 
+// A busy delivery reads the stream at least every idle_probe (review of
+// issue 31, 3): readiness needs a fresh read, and a whole-bucket delivery of
+// consecutive sequences has no stretch to prove and never idles.
+TEST(WatcherSimTest, ABusyDeliveryStillReadsTheStreamEveryIdleProbe) {
+  SimBucket b;
+  for (int i = 0; i < 100; ++i) b.Put("k" + std::to_string(i % 50), "v");
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  for (int i = 0; i < 3000; ++i) b.Put("k" + std::to_string(i % 50), "w" + std::to_string(i));
+  sim::InstantSleepClock clock;
+  WatchOptions o = FastOptions();
+  o.clock = &clock;
+  o.idle_probe = std::chrono::milliseconds(1000);
+  int reads = 0;
+  b.on_read_stream = [&reads] { ++reads; };
+  int hooked = 0, reads_at_first = 0, reads_at_last = 0;
+  o.apply = [&](const Change&) {
+    if (hooked == 0) reads_at_first = reads;
+    if (++hooked == 3000) reads_at_last = reads;
+    clock.SleepFor(std::chrono::milliseconds(10), std::stop_token());  // 30 s in all
+    return Status::OK();
+  };
+  Status s = Watch(b, *fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(hooked, 3000);
+  EXPECT_GE(reads_at_last - reads_at_first, 20);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
 TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
   SimBucket b;
   WriteHistory(b, 6);
