@@ -138,5 +138,21 @@ TEST(HealthTest, ARepairEndsNotReadyUntilCaughtUpAgain) {
   EXPECT_TRUE(JudgeReady(m.Snapshot(), {}).ok) << JudgeReady(m.Snapshot(), {}).reason;
 }
 
+// A repair overtaken before it finished (the next session finds none due)
+// ends without RecordRepaired: the head read before it is no target, and
+// only a head read after it is.
+TEST(HealthTest, AHeadReadBeforeARepairIsNoTargetAfterIt) {
+  WatchMetrics m;
+  m.RecordCursor(10);
+  m.RecordStreamLast(20);  // the target, before the repair
+  m.RecordRepairRunning(true);
+  m.RecordRepairRunning(false);  // overtaken
+  m.RecordCursor(20);
+  EXPECT_FALSE(m.Snapshot().caught_up) << "caught up with a head read before the repair";
+  m.RecordStreamLast(25);
+  m.RecordCursor(25);
+  EXPECT_TRUE(m.Snapshot().caught_up);
+}
+
 }  // namespace
 }  // namespace kvfold

@@ -462,6 +462,34 @@ TEST(RepairSimTest, QuietPrefixSurvivesChurnAndARealOverrunTrips) {
   EXPECT_TRUE(Logged(n, "floor guard trip")) << s.ToString();
 }
 
+// The hook sees a repair's changes in the order they commit, the fold's key
+// order (review of issue 31, 8: a batch's hooks are held until its reads
+// are done, then run in order).
+TEST(RepairSimTest, AReconcileShowsTheHookItsDeletesInKeyOrder) {
+  SimBucket b;
+  for (const char* k : {"a", "b", "c", "d", "e"}) b.Put(k, "1");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  for (const char* k : {"d", "b"}) b.PurgeMarker(b.Delete(k));
+  b.Put("f", "1");
+  WatchOptions o = Fast();
+  o.reconcile_every = std::chrono::milliseconds(1);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.log = [&](std::string_view line) {
+    if (line.find("reconcile done") != std::string_view::npos) stop.request_stop();
+  };
+  std::vector<std::string> reconciled;
+  Status s = RunNode(b, n, o, nullptr, [&](const Change& c) {
+    if (c.origin == ChangeOrigin::kReconcile) reconciled.emplace_back(c.key);
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(b, n);
+  EXPECT_EQ(reconciled, (std::vector<std::string>{"b", "d"}));
+}
+
 // SPEC §5 Reconcile: a delete whose marker was purged while this node was
 // behind, in the middle of the stream (no gap at the head to notice).
 TEST(RepairSimTest, ReconcileRemovesAKeyWhoseDeleteMarkerWasPurged) {

@@ -554,6 +554,7 @@ TEST(WatcherSimTest, APurgeThatMovedTheDeliveryForwardIsCheckedInTheDrainBeforeA
       purged = true;  // stored while the delivery has sent one message
       b.Put("a.9", "x");
       b.Purge("b.1");
+      b.Put("a.10", "y");  // after the purge: the drain must not fold it past the skip
       clock.SleepFor(std::chrono::hours(2), std::stop_token());  // the reconcile is due
     }
     return Status::OK();
@@ -638,6 +639,59 @@ TEST(WatcherSimTest, ABusyDeliveryStillReadsTheStreamEveryIdleProbe) {
   ASSERT_EQ(hooked, 3000);
   EXPECT_GE(reads_at_last - reads_at_first, 20);
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// The roll-up check itself can fail (the store does not answer): the purge
+// is then not folded, and the next session starts after what was received,
+// so the stretch the delivery may have skipped comes again.
+TEST(WatcherSimTest, APurgeWhoseRollupCheckFailedIsNotFolded) {
+  SimBucket b;
+  b.SetRollupSkips(true);
+  WriteHistory(b, 4);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  WriteHistory(b, 8);
+  WatchOptions o = FastOptions();
+  o.idle_probe = std::chrono::hours(1);  // no stream read between the hook and the check
+  bool purged = false;
+  std::vector<std::string> log;
+  o.log = [&](std::string_view l) { log.emplace_back(l); };
+  o.apply = [&](const Change&) {
+    if (!purged) {
+      purged = true;
+      b.Put("a.9", "x");
+      b.Purge("b.1");
+      b.FailNextCalls(1);  // the purge's check against the store
+    }
+    return Status::OK();
+  };
+  Status s = Watch(b, *fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("checking a purge after a jump failed") != std::string::npos;
+  }));
+}
+
+// A head one below what was received is as much a lagging view as one
+// further behind.
+TEST(WatcherSimTest, AHeadOneBelowWhatWasReceivedIsALaggingView) {
+  SimBucket b;
+  WriteHistory(b, 6);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  b.Put("a.new", "x");
+  b.ReportStaleHead(5, cursor - 1);
+  WatchOptions o = FastOptions();
+  o.repair = ExpiryRepair::kNone;
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  b.set_idle_clock(&clock);
+  RunResult r = RunWatch(b, *fold, o);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_GE(b.lagging_views_noted(), 1);
 }
 
 TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
