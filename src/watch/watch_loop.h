@@ -114,8 +114,10 @@ class WatchLoop {
     std::string why;
     StreamState state;  // read after the flush
     core::RepairChoice choice;
-    bool rebase = false;        // the stream was recreated, or reset below the fold
-    bool new_identity = false;  // a rebase onto a stream of another identity
+    bool rebase = false;  // the stream was recreated, or reset below the fold
+    // The eviction memo the repair runs under: the fold's, but for a
+    // rebase onto a stream of another identity.
+    bool memo = false;
   };
   Status Repair();
   Status Relist(const RepairPlan& plan);
@@ -124,9 +126,7 @@ class WatchLoop {
   static std::optional<RepairKind> RepairKindOf(const RepairPlan& plan);
   // The fold's last_repair line for `outcome`.
   std::string RepairRecord(const RepairPlan& plan, const std::string& outcome) const;
-  // The narrow contract a repair runs under. Its eviction memo is the
-  // fold's, except for a rebuild on a stream of another identity: the memo
-  // was about the old stream, and the new one's listing is judged by itself.
+  // The narrow contract a repair runs under, with the plan's memo.
   repair::RepairContext RepairCtx(const RepairPlan& plan) const;
   void RecordRepairOutcome(const Status& s);
   void NoteRetention(const StreamState& state);

@@ -72,13 +72,14 @@ Status WatchLoop::Repair() {
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
   }
   plan.rebase = plan.cause == core::RepairCause::kRecreated;
-  // A rebuild on a stream of another identity; a stream that kept its
-  // identity with a shorter history (restored from a backup) is the same
-  // bucket, and the memo still speaks for it.
-  plan.new_identity = plan.rebase && plan.state.created != stream_created_;
-  // Judged with the memo the repair runs under: a recreated stream's
-  // listing by that stream alone (RepairCtx).
-  const Retention retention = ClassifyRetention(plan.state, RepairCtx(plan).eviction_observed);
+  // The memo goes only with a rebuild on a stream of another identity; a
+  // stream that kept its identity with a shorter history (restored from a
+  // backup) is the same bucket, and the memo still speaks for it.
+  bool drop_memo = plan.rebase && plan.state.created != stream_created_;
+  if (KVFOLD_MUTANT("repair-recreated-keeps-old-memo")) drop_memo = false;
+  if (KVFOLD_MUTANT("repair-rebase-drops-memo-of-same-stream")) drop_memo = plan.rebase;
+  plan.memo = eviction_observed_ && !drop_memo;
+  const Retention retention = ClassifyRetention(plan.state, plan.memo);
   plan.choice = core::ChooseRepair(opt_.repair, plan.cause, retention);
   repair_kind_ = RepairKindOf(plan);
   Log(std::string("repair: ") + core::RepairCauseName(plan.cause) + " (" + plan.why + "); bucket " +
@@ -131,10 +132,7 @@ std::string WatchLoop::RepairRecord(const RepairPlan& plan, const std::string& o
 
 repair::RepairContext WatchLoop::RepairCtx(const RepairPlan& plan) const {
   repair::RepairContext ctx(source_, fold_, clock_);
-  bool drop_memo = plan.new_identity;
-  if (KVFOLD_MUTANT("repair-recreated-keeps-old-memo")) drop_memo = false;
-  if (KVFOLD_MUTANT("repair-rebase-drops-memo-of-same-stream")) drop_memo = plan.rebase;
-  ctx.eviction_observed = eviction_observed_ && !drop_memo;
+  ctx.eviction_observed = plan.memo;
   ctx.artifacts = opt_.artifacts;
   ctx.repair_timeout = opt_.repair_timeout;
   ctx.backoff_min = opt_.reconnect_backoff_min;
@@ -157,8 +155,7 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
     final_meta.rebase = true;
     final_meta.stream_created = plan.state.created;
     // A new identity starts clean; the same stream keeps its memo.
-    final_meta.eviction_observed =
-        RepairCtx(plan).eviction_observed || ClassifyRetention(plan.state, false).has_evicted;
+    final_meta.eviction_observed = plan.memo || ClassifyRetention(plan.state, false).has_evicted;
   }
   repair::RelistResult r;
   const ChangeOrigin origin = plan.cause == core::RepairCause::kReconcile ? ChangeOrigin::kReconcile
