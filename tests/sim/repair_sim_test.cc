@@ -211,15 +211,21 @@ TEST(RepairSimTest, ARepairIsAliveButNotReady) {
       << JudgeReady(n.metrics.Snapshot(), {}).reason;
 }
 
-TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
-  SimBucket b;
+// A history-1 bucket of 30 keys that `n` mirrored, each key overwritten 20
+// times since: the fold's cursor is far below the stream's first sequence.
+void MirrorThenOverwriteHistoryOne(SimBucket& b, Node& n) {
   b.SetHistoryOne(true);
   for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v0");
-  Node n;
   ASSERT_TRUE(RunNode(b, n).ok());
   for (int round = 1; round <= 20; ++round) {
     for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
   }
+}
+
+TEST(RepairSimTest, HistoryOneGapIsRelistedNotThrownAway) {
+  SimBucket b;
+  Node n;
+  ASSERT_NO_FATAL_FAILURE(MirrorThenOverwriteHistoryOne(b, n));
   b.Delete("k.3");
   const uint64_t marker = b.Delete("k.4");
   b.Purge("k.5");
@@ -1405,13 +1411,8 @@ TEST(RepairSimTest, RestoreReadFailureMidChunkNeverShowsTheHookAChangeTwice) {
 
 TEST(RepairSimTest, RelistReadFailureMidBatchNeverShowsTheHookAChangeTwice) {
   SimBucket b;
-  b.SetHistoryOne(true);
-  for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v0");
   Node n;
-  ASSERT_TRUE(RunNode(b, n).ok());
-  for (int round = 1; round <= 20; ++round) {
-    for (int i = 0; i < 30; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
-  }
+  ASSERT_NO_FATAL_FAILURE(MirrorThenOverwriteHistoryOne(b, n));
   b.Delete("k.3");
   b.Delete("k.4");
   b.Delete("k.5");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -334,9 +335,6 @@ TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
   WriteHistory(b, 10);
   auto fold = NewMemoryFold();
   ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  const uint64_t cursor = *fold->ReadMeta()->cursor;
-  b.Put("a.new", "x");
-  b.ReportStaleHead(5, cursor - 3);
   WatchOptions o = FastOptions();
   o.repair = ExpiryRepair::kNone;
   sim::InstantSleepClock clock;  // the backoff's waits pass at once
@@ -344,17 +342,26 @@ TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
   b.set_idle_clock(&clock);
   std::vector<std::string> log;
   o.log = [&log](std::string_view line) { log.emplace_back(line); };
-  RunResult r = RunWatch(b, *fold, o);
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
-  EXPECT_EQ(fold->ReadMeta()->last_repair, "");
-  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
-    return l.find("a replica that has not caught up") != std::string::npos;
-  }));
-  // Each lagging view is reported to the source (a NATS source counts it
-  // against its server, to move off a replica that stays behind).
-  EXPECT_GE(b.lagging_views_noted(), 1);
+  // Three behind the fold's cursor, then just one: as much a lagging view.
+  for (const uint64_t behind : {3, 1}) {
+    const uint64_t cursor = *fold->ReadMeta()->cursor;
+    b.Put("a.new" + std::to_string(behind), "x");
+    b.ReportStaleHead(5, cursor - behind);
+    log.clear();
+    const int noted = b.lagging_views_noted();
+    RunResult r = RunWatch(b, *fold, o);
+    ASSERT_TRUE(r.status.ok()) << behind << ": " << r.status.ToString();
+    EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope())) << behind;
+    EXPECT_EQ(fold->ReadMeta()->last_repair, "") << behind;
+    EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+      return l.find("a replica that has not caught up") != std::string::npos;
+    })) << behind;
+    // Each lagging view is reported to the source (a NATS source counts it
+    // against its server, to move off a replica that stays behind).
+    EXPECT_GT(b.lagging_views_noted(), noted) << behind;
+  }
 
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
   b.Put("a.later", "y");
   b.ReportStaleHead(1 << 20, cursor - 3);              // never catches up
   o.reconnect_backoff_max = std::chrono::seconds(30);  // the patience passes in a few tries
@@ -494,6 +501,38 @@ TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
   EXPECT_EQ(timed, s.commits + s.commit_failures);
 }
 
+// nats-server before 2.9.12 (SetRollupSkips): a fold mirrored from `b`,
+// with eight rounds written since, so the next watch starts behind.
+std::unique_ptr<Fold> FoldBehindARollupBucket(SimBucket& b) {
+  b.SetRollupSkips(true);
+  WriteHistory(b, 4);
+  auto fold = NewMemoryFold();
+  EXPECT_TRUE(RunWatch(b, *fold).status.ok());
+  WriteHistory(b, 8);
+  return fold;
+}
+
+// An apply hook that, at the first change (the delivery has sent one
+// message), stores a put and a purge, which moves the delivery forward to
+// the purge, and then runs `then`. Sets *purged.
+std::function<Status(const Change&)> PurgeAtTheFirstChange(SimBucket& b, bool* purged,
+                                                           std::function<void()> then = {}) {
+  return [&b, purged, then](const Change&) {
+    if (!*purged) {
+      *purged = true;
+      b.Put("a.9", "x");
+      b.Purge("b.1");
+      if (then) then();
+    }
+    return Status::OK();
+  };
+}
+
+bool Logged(const std::vector<std::string>& log, std::string_view what) {
+  return std::any_of(log.begin(), log.end(),
+                     [what](const std::string& l) { return l.find(what) != std::string::npos; });
+}
+
 // The catch-up probe may move the cursor past quiet stretches only when the
 // delivery is drained; messages still in flight must not be jumped over.
 // nats-server before 2.9.12 moves a delivery that is behind forward to a
@@ -501,31 +540,17 @@ TEST(WatcherSimTest, DeliveryResetResumesWithoutLossOrDuplicates) {
 // The purge after a jump is checked against the stream: nothing is lost.
 TEST(WatcherSimTest, PurgeThatMovedABehindDeliveryForwardLosesNothing) {
   SimBucket b;
-  b.SetRollupSkips(true);
-  WriteHistory(b, 4);
-  auto fold = NewMemoryFold();
-  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  WriteHistory(b, 8);
+  auto fold = FoldBehindARollupBucket(b);
   WatchOptions o = FastOptions();
   bool purged = false;
   std::vector<std::string> log;
   o.log = [&](std::string_view l) { log.emplace_back(l); };
-  RunResult r;
-  o.apply = [&](const Change&) {
-    if (!purged) {
-      purged = true;  // stored while the delivery has sent one message
-      b.Put("a.9", "x");
-      b.Purge("b.1");
-    }
-    return Status::OK();
-  };
+  o.apply = PurgeAtTheFirstChange(b, &purged);
   Status s = Watch(b, *fold, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(purged);
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
-  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
-    return l.find("a roll-up moved the consumer forward") != std::string::npos;
-  }));
+  EXPECT_TRUE(Logged(log, "a roll-up moved the consumer forward"));
 }
 
 // The same roll-up skip, met by the drain before a repair (issue 31, 1): a
@@ -535,35 +560,41 @@ TEST(WatcherSimTest, PurgeThatMovedABehindDeliveryForwardLosesNothing) {
 // the next session, not lost behind a reconcile that fetches no values.
 TEST(WatcherSimTest, APurgeThatMovedTheDeliveryForwardIsCheckedInTheDrainBeforeARepair) {
   SimBucket b;
-  b.SetRollupSkips(true);
-  WriteHistory(b, 4);
-  auto fold = NewMemoryFold();
-  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  WriteHistory(b, 8);
+  auto fold = FoldBehindARollupBucket(b);
   sim::InstantSleepClock clock;
   WatchOptions o = FastOptions();
   o.clock = &clock;
   o.reconcile_every = std::chrono::hours(1);
   bool purged = false;
-  bool reconciled = false;
-  o.log = [&](std::string_view l) {
-    if (l.find("reconcile done") != std::string_view::npos) reconciled = true;
-  };
-  o.apply = [&](const Change&) {
-    if (!purged) {
-      purged = true;  // stored while the delivery has sent one message
-      b.Put("a.9", "x");
-      b.Purge("b.1");
-      b.Put("a.10", "y");  // after the purge: the drain must not fold it past the skip
-      clock.SleepFor(std::chrono::hours(2), std::stop_token());  // the reconcile is due
-    }
-    return Status::OK();
-  };
+  std::vector<std::string> log;
+  o.log = [&](std::string_view l) { log.emplace_back(l); };
+  o.apply = PurgeAtTheFirstChange(b, &purged, [&] {
+    b.Put("a.10", "y");  // after the purge: the drain must not fold it past the skip
+    clock.SleepFor(std::chrono::hours(2), std::stop_token());  // the reconcile is due
+  });
   Status s = Watch(b, *fold, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_TRUE(purged);
-  EXPECT_TRUE(reconciled);
+  EXPECT_TRUE(Logged(log, "reconcile done"));
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+}
+
+// The roll-up check itself can fail (the store does not answer): the purge
+// is then not folded, and the next session starts after what was received,
+// so the stretch the delivery may have skipped comes again.
+TEST(WatcherSimTest, APurgeWhoseRollupCheckFailedIsNotFolded) {
+  SimBucket b;
+  auto fold = FoldBehindARollupBucket(b);
+  WatchOptions o = FastOptions();
+  o.idle_probe = std::chrono::hours(1);  // no stream read between the hook and the check
+  bool purged = false;
+  std::vector<std::string> log;
+  o.log = [&](std::string_view l) { log.emplace_back(l); };
+  o.apply = PurgeAtTheFirstChange(b, &purged, [&] { b.FailNextCalls(1); });  // the check
+  Status s = Watch(b, *fold, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_TRUE(Logged(log, "checking a purge after a jump failed"));
 }
 
 // A relist raises the frontier to its listing's head, above what was
@@ -603,13 +634,9 @@ TEST(WatcherSimTest, AHeadBelowARelistsFloorIsALaggingViewNotARecreatedStream) {
   EXPECT_EQ(LiveEntries(*fold), b.Truth(o.scope));
   EXPECT_EQ(fold->ReadMeta()->cursor, head);
   ExpectMonotonicHook(r.changes);
-  auto logged = [&log](std::string_view what) {
-    return std::any_of(log.begin(), log.end(),
-                       [what](const std::string& l) { return l.find(what) != std::string::npos; });
-  };
-  EXPECT_TRUE(logged("reconcile done"));
-  EXPECT_FALSE(logged("reset or recreated"));
-  EXPECT_TRUE(logged("a replica that has not caught up"));
+  EXPECT_TRUE(Logged(log, "reconcile done"));
+  EXPECT_FALSE(Logged(log, "reset or recreated"));
+  EXPECT_TRUE(Logged(log, "a replica that has not caught up"));
 }
 
 // A busy delivery reads the stream at least every idle_probe (review of
@@ -639,59 +666,6 @@ TEST(WatcherSimTest, ABusyDeliveryStillReadsTheStreamEveryIdleProbe) {
   ASSERT_EQ(hooked, 3000);
   EXPECT_GE(reads_at_last - reads_at_first, 20);
   EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
-}
-
-// The roll-up check itself can fail (the store does not answer): the purge
-// is then not folded, and the next session starts after what was received,
-// so the stretch the delivery may have skipped comes again.
-TEST(WatcherSimTest, APurgeWhoseRollupCheckFailedIsNotFolded) {
-  SimBucket b;
-  b.SetRollupSkips(true);
-  WriteHistory(b, 4);
-  auto fold = NewMemoryFold();
-  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  WriteHistory(b, 8);
-  WatchOptions o = FastOptions();
-  o.idle_probe = std::chrono::hours(1);  // no stream read between the hook and the check
-  bool purged = false;
-  std::vector<std::string> log;
-  o.log = [&](std::string_view l) { log.emplace_back(l); };
-  o.apply = [&](const Change&) {
-    if (!purged) {
-      purged = true;
-      b.Put("a.9", "x");
-      b.Purge("b.1");
-      b.FailNextCalls(1);  // the purge's check against the store
-    }
-    return Status::OK();
-  };
-  Status s = Watch(b, *fold, o);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
-  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
-    return l.find("checking a purge after a jump failed") != std::string::npos;
-  }));
-}
-
-// A head one below what was received is as much a lagging view as one
-// further behind.
-TEST(WatcherSimTest, AHeadOneBelowWhatWasReceivedIsALaggingView) {
-  SimBucket b;
-  WriteHistory(b, 6);
-  auto fold = NewMemoryFold();
-  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
-  const uint64_t cursor = *fold->ReadMeta()->cursor;
-  b.Put("a.new", "x");
-  b.ReportStaleHead(5, cursor - 1);
-  WatchOptions o = FastOptions();
-  o.repair = ExpiryRepair::kNone;
-  sim::InstantSleepClock clock;
-  o.clock = &clock;
-  b.set_idle_clock(&clock);
-  RunResult r = RunWatch(b, *fold, o);
-  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
-  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
-  EXPECT_GE(b.lagging_views_noted(), 1);
 }
 
 TEST(WatcherSimTest, ProbeNeverJumpsOverMessagesInFlight) {
