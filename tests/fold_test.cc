@@ -379,6 +379,43 @@ TEST(RocksFoldLoaderTest, RefusesUnorderedKeysAndAFoldThatHoldsEntries) {
   EXPECT_TRUE((*second)->Finish(one).IsInvalidArgument());
 }
 
+// The eviction memo keeps its cause across a reopen; a memo an older
+// kvfold wrote ("1") reads as a memo of unknown cause (issue 30).
+TEST(RocksFoldTest, TheEvictionMemoKeepsItsCauseAndAnOldMemoReadsAsUnknown) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    FoldCommit c;
+    c.cursor = 3;
+    c.eviction_observed = true;
+    c.eviction_cause = "volume";
+    ASSERT_TRUE((*f)->Commit(c).ok());
+    FoldCommit later;  // a memo keeps its first cause
+    later.eviction_observed = true;
+    later.eviction_cause = "unmarked age";
+    ASSERT_TRUE((*f)->Commit(later).ok());
+  }
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    EXPECT_TRUE((*f)->ReadMeta()->eviction_observed);
+    EXPECT_EQ((*f)->ReadMeta()->eviction_cause, "volume");
+  }
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("eviction_observed"), "1").ok());
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE((*f)->ReadMeta()->eviction_observed);
+  EXPECT_EQ((*f)->ReadMeta()->eviction_cause, kEvictionCauseUnknown);
+}
+
 TEST(RocksFoldTest, CommitsSurviveReopen) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";

@@ -96,6 +96,24 @@ TEST(MetaMergeTest, TheEvictionMemoIsPermanentExceptOnARebase) {
   clear.cursor = 0;
   ASSERT_TRUE(core::MergeCommitMeta(clear, &m).ok());
   EXPECT_FALSE(m.eviction_observed);
+  EXPECT_EQ(m.eviction_cause, "");
+}
+
+TEST(MetaMergeTest, TheEvictionMemoKeepsItsFirstCause) {
+  FoldMeta m = Stored();
+  FoldCommit set;
+  set.eviction_observed = true;
+  set.eviction_cause = "unmarked age";
+  ASSERT_TRUE(core::MergeCommitMeta(set, &m).ok());
+  EXPECT_EQ(m.eviction_cause, "unmarked age");
+  set.eviction_cause = "volume";
+  ASSERT_TRUE(core::MergeCommitMeta(set, &m).ok());
+  EXPECT_EQ(m.eviction_cause, "unmarked age");
+  FoldMeta unknown = Stored();
+  FoldCommit bare;  // a cause-less memo (an older exporter's artifact)
+  bare.eviction_observed = true;
+  ASSERT_TRUE(core::MergeCommitMeta(bare, &unknown).ok());
+  EXPECT_EQ(unknown.eviction_cause, kEvictionCauseUnknown);
 }
 
 }  // namespace

@@ -29,16 +29,49 @@ StreamState Keeping(uint64_t first) {
 TEST(RetentionTest, WhatEvictsCurrentValues) {
   StreamState s = Keeping(1);
   EXPECT_FALSE(ClassifyRetention(s, false).evicts_current_values);
-  s.max_age_ns = 1;
+  EXPECT_EQ(ClassifyRetention(s, false).eviction_cause, "");
+  s.max_age_ns = 1;  // without limit markers: keys age out without a trace
   EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
-  s = Keeping(1);
-  s.allow_msg_ttl = true;
+  EXPECT_EQ(ClassifyRetention(s, false).eviction_cause, "unmarked age");
+  s.discard_new = true;  // max_age removes whatever discard says
   EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
   s = Keeping(1);
   s.max_bytes = 1 << 20;
   EXPECT_TRUE(ClassifyRetention(s, false).evicts_current_values);
+  EXPECT_EQ(ClassifyRetention(s, false).eviction_cause, "volume");
   s.discard_new = true;  // rejects writes instead
   EXPECT_FALSE(ClassifyRetention(s, false).evicts_current_values);
+}
+
+// An expiry is a delete, not an eviction (SPEC §4, corrected 2026-12-03):
+// per-message TTL, with or without limit markers, and max_age with limit
+// markers leave the key listing the truth, whatever first_seq says.
+// Mutant retention-expiry-evicts (the old rule) fails each of these.
+TEST(RetentionTest, ExpiriesAreDeletesNotEvictions) {
+  StreamState ttl = Keeping(1);
+  ttl.allow_msg_ttl = true;
+  ttl.marker_ttl_ns = 2000000000;
+  EXPECT_FALSE(ClassifyRetention(ttl, false).evicts_current_values);
+  EXPECT_TRUE(ClassifyRetention(ttl, false).listing_is_truth);
+  ttl.first_seq = 500;  // interior and head expiries
+  EXPECT_TRUE(ClassifyRetention(ttl, false).listing_is_truth);
+  EXPECT_FALSE(ClassifyRetention(ttl, false).has_evicted);
+  StreamState unmarked_ttl = Keeping(500);
+  unmarked_ttl.allow_msg_ttl = true;  // a TTL expiry without a marker is still a delete
+  EXPECT_TRUE(ClassifyRetention(unmarked_ttl, false).listing_is_truth);
+  StreamState marked_age = Keeping(500);
+  marked_age.max_age_ns = int64_t{3600} * 1000000000;
+  marked_age.marker_ttl_ns = 2000000000;
+  EXPECT_FALSE(ClassifyRetention(marked_age, false).evicts_current_values);
+  EXPECT_TRUE(ClassifyRetention(marked_age, false).listing_is_truth);
+  // TTL beside a volume limit that has evicted: not the truth.
+  StreamState both = Evicting(2);
+  both.allow_msg_ttl = true;
+  both.marker_ttl_ns = 2000000000;
+  EXPECT_FALSE(ClassifyRetention(both, false).listing_is_truth);
+  EXPECT_EQ(ClassifyRetention(both, false).eviction_cause, "volume");
+  // ... but it is while the volume limit has evicted nothing.
+  EXPECT_TRUE(ClassifyRetention(Evicting(1), false).listing_is_truth);
 }
 
 TEST(RetentionTest, ListingIsTruthUntilEvictionIsSeenAndForeverAfter) {
@@ -46,11 +79,6 @@ TEST(RetentionTest, ListingIsTruthUntilEvictionIsSeenAndForeverAfter) {
   EXPECT_TRUE(ClassifyRetention(Evicting(1), false).listing_is_truth);    // never evicted
   EXPECT_FALSE(ClassifyRetention(Evicting(2), false).listing_is_truth);
   EXPECT_TRUE(ClassifyRetention(Evicting(2), false).has_evicted);
-  // Per-message TTLs expire out of order: first_seq proves nothing.
-  StreamState ttl = Evicting(1);
-  ttl.max_msgs = -1;
-  ttl.allow_msg_ttl = true;
-  EXPECT_FALSE(ClassifyRetention(ttl, false).listing_is_truth);
   // The memo: once seen, a listing is never the truth again, even with the
   // limit removed (aged-out keys stay missing from listings).
   EXPECT_FALSE(ClassifyRetention(Keeping(5000), true).listing_is_truth);
@@ -119,6 +147,35 @@ TEST(CheckRestoreTest, EveryCondition) {
   EXPECT_TRUE(ahead.IsFailedPrecondition()) << ahead.ToString();
   EXPECT_NE(ahead.message().find("beyond the stream's last sequence 180"), std::string::npos)
       << ahead.ToString();
+}
+
+// On a bucket with limit markers an artifact is current inside the marker
+// window of its anchor, or at any age when the stream stored nothing after
+// its cursor (SPEC §4, "Currency of a position"). Mutant
+// restore-ignore-quiet-head refuses the quiet one.
+TEST(CheckRestoreTest, MarkerWindowOrAQuietHead) {
+  constexpr int64_t kSec = 1000000000;
+  RestoreTarget t{"b", "t1", Scope(), uint64_t{100}, 1};
+  t.marker_ttl_ns = 2 * kSec;  // window 1.75 s
+  t.server_time_ns = 1000 * kSec;
+  t.last_seq = 250;
+  ArtifactManifest m = Manifest(200);
+  m.cursor_time_ns = t.server_time_ns - kSec;
+  EXPECT_TRUE(CheckRestore(m, t).ok());
+  m.cursor_time_ns = t.server_time_ns - 2 * kSec;  // a marker after 200 may be gone
+  Status old = CheckRestore(m, t);
+  EXPECT_TRUE(old.IsFailedPrecondition()) << old.ToString();
+  EXPECT_NE(old.message().find("limit markers"), std::string::npos) << old.ToString();
+  m.cursor_time_ns = 0;  // unknown: proves nothing
+  EXPECT_TRUE(CheckRestore(m, t).IsFailedPrecondition());
+  // Nothing stored after the cursor: no marker could have come and gone.
+  t.last_seq = 200;
+  EXPECT_TRUE(CheckRestore(m, t).ok()) << CheckRestore(m, t).ToString();
+  m.cursor_time_ns = t.server_time_ns - 3600 * kSec;
+  EXPECT_TRUE(CheckRestore(m, t).ok());
+  // Unknown head: the window decides.
+  t.last_seq.reset();
+  EXPECT_TRUE(CheckRestore(m, t).IsFailedPrecondition());
 }
 
 Entry Live(uint64_t rev, std::string v = "v") { return Entry{rev, false, std::move(v)}; }

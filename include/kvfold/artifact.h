@@ -60,6 +60,7 @@ struct ArtifactManifest {
   int64_t cursor_time_ns = 0;  // the cursor's anchor (FoldMeta::cursor_time_ns); 0 unknown
   int64_t marker_ttl_ns = 0;   // FoldMeta::marker_ttl_ns of the exporter; 0 none seen
   bool eviction_observed = false;
+  std::string eviction_cause;  // FoldMeta::eviction_cause
   int64_t created_unix_ms = 0;
   std::string exporter_id;
   uint64_t entry_count = 0;

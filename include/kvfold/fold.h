@@ -40,6 +40,10 @@ struct Entry {
 };
 
 // The fold's metadata. Fields are unset until the first mirror records them.
+// The eviction memo's cause when it is not known: recorded by a kvfold
+// that counted expiries (per-message TTL, marked max_age) as evictions.
+inline constexpr std::string_view kEvictionCauseUnknown = "unknown";
+
 struct FoldMeta {
   std::optional<uint64_t> cursor;                 // applied through this sequence
   std::string bucket;                             // "" until recorded
@@ -58,6 +62,11 @@ struct FoldMeta {
   // missing from key listings even after the limit is removed, so a listing
   // is never taken for the truth again.
   bool eviction_observed = false;
+  // What the memo saw: "volume" (discard old under max_msgs or max_bytes)
+  // or "unmarked age" (max_age without limit markers); kEvictionCauseUnknown
+  // for a memo recorded before kvfold told expiries from evictions, which an
+  // expiry alone may have set. "" without a memo.
+  std::string eviction_cause;
   // One line on the last repair (policy, outcome, numbers, UTC time), for
   // `kvfold status`. "" when none ran.
   std::string last_repair;
@@ -101,6 +110,9 @@ struct FoldCommit {
   // true sets the memo, which is permanent; false clears it only together
   // with `rebase` (a fold rebuilt against a recreated stream).
   std::optional<bool> eviction_observed;
+  // With eviction_observed true: what was seen (FoldMeta::eviction_cause);
+  // unset records kEvictionCauseUnknown. A memo keeps its first cause.
+  std::optional<std::string> eviction_cause;
   std::optional<std::string> last_repair;
   // What this commit changes FoldMeta::live_keys and ::entries by (after a
   // clear_entries), for a caller that knows every key's entry before the
@@ -119,7 +131,8 @@ struct FoldCommit {
 
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
-           !bucket && !scope && !stream_created && !seeding && !eviction_observed && !last_repair &&
+           !bucket && !scope && !stream_created && !seeding && !eviction_observed && !eviction_cause &&
+           !last_repair &&
            !counts;
   }
 };

@@ -15,11 +15,15 @@
 namespace kvfold {
 
 struct Retention {
-  // The bucket can remove a key's current value: max_age > 0, per-message
-  // TTLs allowed, or discard=old under max_msgs or max_bytes. (discard=new
-  // rejects writes instead; the per-key history limit drops only
-  // superseded revisions.)
+  // The bucket can remove a key's current value without a trace: discard=old
+  // under max_msgs or max_bytes, or max_age without limit markers.
+  // (discard=new rejects writes instead; the per-key history limit drops
+  // only superseded revisions.) An expiry, a per-message TTL or max_age on
+  // a bucket with limit markers, is a delete, not an eviction: the key
+  // leaves the truth and the key listing alike.
   bool evicts_current_values = false;
+  // What evicts: "volume" or "unmarked age"; "" when nothing does.
+  std::string eviction_cause;
   // The first revision the stream still holds (state.first_seq).
   uint64_t first_retained_revision = 0;
   // The bucket evicts current values and has evicted something already:

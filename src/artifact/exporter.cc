@@ -56,6 +56,7 @@ ArtifactManifest ManifestOf(const FoldMeta& meta, const ExportOptions& options) 
   m.cursor_time_ns = meta.cursor_time_ns;
   m.marker_ttl_ns = meta.marker_ttl_ns;
   m.eviction_observed = meta.eviction_observed;  // the memo travels with the snapshot
+  m.eviction_cause = meta.eviction_cause;
   m.created_unix_ms = options.fixed_created_unix_ms != 0
                           ? options.fixed_created_unix_ms
                           : std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -71,6 +71,10 @@ ArtifactManifest FromProto(const pb::Manifest& m, const pb::ManifestEnvelope& en
   out.cursor_time_ns = m.cursor_time_unix_ns();
   out.marker_ttl_ns = m.marker_ttl_ns();
   out.eviction_observed = m.eviction_observed();
+  if (out.eviction_observed) {
+    out.eviction_cause =
+        m.eviction_cause().empty() ? std::string(kEvictionCauseUnknown) : m.eviction_cause();
+  }
   out.created_unix_ms = m.created_unix_ms();
   out.exporter_id = m.exporter_id();
   out.entry_count = m.entry_count();
@@ -96,6 +100,7 @@ pb::Manifest ToProto(const ArtifactManifest& m) {
   out.set_cursor_time_unix_ns(m.cursor_time_ns);
   out.set_marker_ttl_ns(m.marker_ttl_ns);
   out.set_eviction_observed(m.eviction_observed);
+  if (m.eviction_observed) out.set_eviction_cause(m.eviction_cause);
   out.set_created_unix_ms(m.created_unix_ms);
   out.set_exporter_id(m.exporter_id);
   out.set_entry_count(m.entry_count);

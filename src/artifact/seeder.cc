@@ -197,7 +197,10 @@ FoldCommit Seed::Final(const ArtifactManifest& m) const {
   last.scope = m.scope;
   last.stream_created = m.stream_created;
   last.seeding = "";
-  if (m.eviction_observed) last.eviction_observed = true;  // the memo is permanent
+  if (m.eviction_observed) {  // the memo is permanent
+    last.eviction_observed = true;
+    last.eviction_cause = m.eviction_cause;
+  }
   return last;
 }
 

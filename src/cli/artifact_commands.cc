@@ -38,6 +38,7 @@ json ManifestJson(const ArtifactManifest& m, bool with_chunks) {
             {"scope", m.has_scope ? json(m.scope) : json(nullptr)},
             {"cursor", m.cursor},
             {"eviction_observed", m.eviction_observed},
+            {"eviction_cause", m.eviction_observed ? json(m.eviction_cause) : json(nullptr)},
             {"created", Utc(m.created_unix_ms)},
             {"exporter", m.exporter_id},
             {"entries", m.entry_count},

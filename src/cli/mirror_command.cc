@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "core/marker_window.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
 #include "cli/metrics_server.h"
@@ -22,6 +23,7 @@
 #include "kvfold/health.h"
 #include "kvfold/lease.h"
 #include "kvfold/repair.h"
+#include "kvfold/retention.h"
 #include "kvfold/scheduled_export.h"
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
@@ -29,6 +31,25 @@
 
 namespace kvfold::cli {
 namespace {
+
+// On a bucket that evicts by volume and writes limit markers, an artifact
+// with writes after it is usable only inside the marker window: exports
+// further apart leave a follower that falls behind nothing to restore
+// from. Said once at start; the stream read is best effort (the watch
+// reports an unreachable server).
+void WarnIfExportsOutrunTheMarkerWindow(BucketSource& source, std::chrono::milliseconds every) {
+  auto state = source.ReadStream();
+  if (!state.ok()) return;
+  const auto window = core::MarkerWindowNs(*state);
+  if (!window || !ClassifyRetention(*state, false).evicts_current_values) return;
+  if (std::chrono::nanoseconds(*window) >= every) return;
+  Log().Warn("--export-every " + std::to_string(every.count()) + " ms is longer than the marker " +
+             "window of bucket " + source.bucket() + " (" + std::to_string(*window / 1000000) +
+             " ms: limit markers live " + std::to_string(state->marker_ttl_ns / 1000000) +
+             " ms, less a tenth), which evicts by volume: an artifact with writes after it is " +
+             "restorable only inside that window, so a follower that falls behind may wait for " +
+             "the next export or refuse; export more often");
+}
 
 struct MirrorFlags {
   ConnectOptions connect;
@@ -319,6 +340,7 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
     auto opened = OpenNatsBucket(f.connect, f.bucket);
     if (!opened.ok()) return Report("mirror", opened.status());
     export_source = std::move(opened).value();
+    WarnIfExportsOutrunTheMarkerWindow(*export_source, *every);
     export_options->stream_last_seq = [s = export_source.get()]() -> StatusOr<uint64_t> {
       auto state = s->ReadStream();
       if (!state.ok()) return state.status();

@@ -110,6 +110,7 @@ int RunStatus(const ReadFlags& f) {
         {"scope", scope},
         {"stream_created", meta->stream_created},
         {"eviction_observed", meta->eviction_observed},
+        {"eviction_cause", meta->eviction_observed ? json(meta->eviction_cause) : json(nullptr)},
         {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)},
         {"unfinished_seed", unfinished_seed ? json(meta->seeding) : json(nullptr)}};
     std::cout << out.dump() << "\n";
@@ -130,7 +131,9 @@ int RunStatus(const ReadFlags& f) {
             << "stream created: "
             << (meta->stream_created.empty() ? "<none>" : meta->stream_created) << "\n"
             << "eviction seen:  "
-            << (meta->eviction_observed ? "yes (key listings are never taken for the truth)" : "no")
+            << (meta->eviction_observed ? "yes, by " + meta->eviction_cause +
+                                              " (key listings are never taken for the truth)"
+                                        : std::string("no"))
             << "\n"
             << "last repair:    " << (meta->last_repair.empty() ? "<none>" : meta->last_repair)
             << "\n";
@@ -191,7 +194,7 @@ Runner AddStatusCommand(CLI::App& app) {
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
   cmd->add_flag("--json", flags->json,
                 "one JSON object: fold, bucket, cursor, keys, tombstones, scope, "
-                "eviction_observed, last_repair, stream_created, unfinished_seed");
+                "eviction_observed, eviction_cause, last_repair, stream_created, unfinished_seed");
   return [flags] { return RunStatus(*flags); };
 }
 

@@ -28,7 +28,13 @@ Status MergeCommitMeta(const FoldCommit& commit, FoldMeta* meta) {
   // The memo is permanent; only a fold rebuilt against a recreated stream
   // starts the new stream's memo over.
   if (commit.eviction_observed && (*commit.eviction_observed || rebase)) {
+    const bool had = meta->eviction_observed;
     meta->eviction_observed = *commit.eviction_observed;
+    if (!meta->eviction_observed) {
+      meta->eviction_cause.clear();
+    } else if (!had || rebase) {
+      meta->eviction_cause = commit.eviction_cause.value_or(std::string(kEvictionCauseUnknown));
+    }
   }
   if (commit.last_repair) meta->last_repair = *commit.last_repair;
   return Status::OK();

@@ -39,6 +39,10 @@ constexpr const char* kKnown[] = {
     "restore-ignore-retention",   // restore: an artifact outside retention is used
     "restore-ignore-head",        // restore: an artifact beyond the stream's last sequence is used
     "restore-ignore-marker-window",       // restore: an artifact older than the marker TTL is used
+    "restore-ignore-quiet-head",          // restore: an artifact at the stream's head must be young
+    "restore-wait-unpaced",               // restore: a wait for an artifact looks every 10 ms
+    "retention-expiry-evicts",            // retention: a TTL or marked max_age counts as eviction
+    "relist-keep-old-anchor",             // relist: the cursor keeps its anchor from before
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted
     "repair-never-deletes",               // relist/restore: unlisted keys are kept

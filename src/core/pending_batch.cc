@@ -65,6 +65,7 @@ void PendingBatch::TakeBack(FoldCommit older) {
   keep(pending_.stream_created, older.stream_created);
   keep(pending_.seeding, older.seeding);
   keep(pending_.eviction_observed, older.eviction_observed);
+  keep(pending_.eviction_cause, older.eviction_cause);
   keep(pending_.last_repair, older.last_repair);
   keep(pending_.marker_ttl_ns, older.marker_ttl_ns);
   if (older.cursor && (!cursor_ || *older.cursor > *cursor_)) {

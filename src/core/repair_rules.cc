@@ -140,10 +140,14 @@ Status CheckRestore(const ArtifactManifest& m, const RestoreTarget& t) {
                                       std::to_string(t.first_seq) +
                                       " (export more often than retention turns over)");
   }
+  // A stream that stored nothing after the artifact's cursor holds no
+  // marker it could have missed, whatever the artifact's age.
+  const bool quiet_since =
+      t.last_seq && *t.last_seq == m.cursor && !KVFOLD_MUTANT("restore-ignore-quiet-head");
   StreamState stream;
   stream.marker_ttl_ns = t.marker_ttl_ns;
   if (auto window = MarkerWindowNs(stream);
-      window && !InsideMarkerWindow(m.cursor_time_ns, t.server_time_ns, *window) &&
+      window && !quiet_since && !InsideMarkerWindow(m.cursor_time_ns, t.server_time_ns, *window) &&
       !KVFOLD_MUTANT("restore-ignore-marker-window")) {
     return Status::FailedPrecondition(
         DescribeMarkerWindowMiss(what + " at cursor " + std::to_string(m.cursor), t.bucket,

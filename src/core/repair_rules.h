@@ -65,8 +65,9 @@ struct RestoreTarget {
 };
 
 // OK when `manifest` may be restored onto `target` (its cursor at or below
-// the stream's last sequence; on a bucket with limit markers, also: its
-// cursor's anchor is inside the marker window);
+// the stream's last sequence; on a bucket with limit markers, also: the
+// stream stored nothing after its cursor, or its cursor's anchor is inside
+// the marker window);
 // otherwise
 // FailedPrecondition naming the condition that fails and the numbers.
 Status CheckRestore(const ArtifactManifest& manifest, const RestoreTarget& target);

@@ -12,7 +12,11 @@
 namespace kvfold::repair {
 
 Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bool rebase,
-                 FoldCommit final_meta, RelistResult* out) {
+                 bool anchor_cursor, FoldCommit final_meta, RelistResult* out) {
+  // An expiry before this read is in the listing (its key is not listed);
+  // a marker written after it is read by the resume, in its window.
+  auto before = ctx.source.ReadStream();
+  if (!before.ok()) return before.status();
   ListedKeys listed(ctx.listing_memory_keys, ctx.spill_dir);
   uint64_t listing_revision = 0;
   KVFOLD_RETURN_IF_ERROR(ctx.source.ListKeys(
@@ -29,6 +33,10 @@ Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bo
   }
   out->listing_revision = listing_revision;
   out->listed = listed.size();
+  if (anchor_cursor && before->server_time_ns > 0 && !KVFOLD_MUTANT("relist-keep-old-anchor")) {
+    out->anchor_ns = before->server_time_ns;
+    final_meta.cursor_time_ns = out->anchor_ns;
+  }
 
   ChangeWriter writer(ctx, origin);
   FoldWalker walker(ctx.fold, scope);

@@ -29,6 +29,7 @@ struct RepairContext {
   Fold& fold;
   Clock& clock;
   bool eviction_observed = false;  // the fold's memo as the watch knows it
+  std::string eviction_cause;      // and what it saw (FoldMeta::eviction_cause)
 
   // Where a restore finds artifacts (nullptr: none), how long it waits for
   // a usable one, and the backoff between its looks.

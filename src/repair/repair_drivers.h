@@ -18,6 +18,9 @@ namespace kvfold::repair {
 
 struct RelistResult {
   uint64_t listing_revision = 0;  // the stream's last_seq read before the listing
+  // The server's clock read before the listing began (0: unknown): the
+  // cursor's new anchor (FoldMeta::cursor_time_ns).
+  int64_t anchor_ns = 0;
   uint64_t listed = 0;
   uint64_t deleted = 0;
   bool stopped = false;  // a stop request ended it between commits
@@ -27,10 +30,14 @@ struct RelistResult {
 // `scope` that the bucket does not list, each with the listing's revision.
 // With `rebase` (a recreated stream) every surviving entry is rebased to
 // revision 0. The fold's cursor is not moved; `final_meta` goes into the last
-// commit. FailedPrecondition when the key listing stopped being the truth
-// during the listing (the bucket evicted meanwhile): nothing was written.
+// commit. With `anchor_cursor` (the fold has a cursor) that commit also
+// anchors the cursor at the server time read before the listing began: on
+// a bucket with limit markers every expiry before it shows in the listing,
+// so from there on only markers written after it must be read in time.
+// FailedPrecondition when the key listing stopped being the truth during
+// the listing (the bucket evicted meanwhile): nothing was written.
 Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bool rebase,
-                 FoldCommit final_meta, RelistResult* out);
+                 bool anchor_cursor, FoldCommit final_meta, RelistResult* out);
 
 struct RestoreRequest {
   Scope scope;

@@ -25,6 +25,11 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// The wait between looks for a usable artifact: a second at first, then
+// longer, up to half a minute (capped by a quarter of the marker window).
+constexpr milliseconds kRestoreWaitMin{1000};
+constexpr milliseconds kRestoreWaitMax{30000};
+
 // One attempt, pass by pass: check, verify (walking the fold beside the
 // artifact), list if a fold key is missing from it, check again, merge
 // chunk by chunk, final commit. *retry says whether a failure may pass
@@ -267,15 +272,25 @@ Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
 Status RestoreAttempt::Finish(ChangeWriter& writer) {
   // The memo the repair runs under (the context drops it only on a rebase
   // onto a stream of another identity), the artifact's and the stream's own.
-  const bool evicted = m_.eviction_observed || ctx_.eviction_observed ||
-                       ClassifyRetention(checked_, false).has_evicted;
+  const Retention now = ClassifyRetention(checked_, false);
+  const bool evicted = m_.eviction_observed || ctx_.eviction_observed || now.has_evicted;
   FoldCommit final_meta;
   final_meta.cursor = m_.cursor;
   final_meta.cursor_time_ns = m_.cursor_time_ns;
+  // The last check saw nothing stored after the cursor: current as of then.
+  if (checked_.last_seq == m_.cursor && checked_.server_time_ns > m_.cursor_time_ns) {
+    final_meta.cursor_time_ns = checked_.server_time_ns;
+  }
   if (marker_ttl_ns_ > 0) final_meta.marker_ttl_ns = marker_ttl_ns_;
   final_meta.stream_created = checked_.created;
   final_meta.rebase = req_.rebase;
   if (evicted || req_.rebase) final_meta.eviction_observed = evicted;
+  // The first cause seen: the fold's own, the exporter's, the stream's.
+  if (evicted) {
+    final_meta.eviction_cause = ctx_.eviction_observed ? ctx_.eviction_cause
+                                : m_.eviction_observed ? m_.eviction_cause
+                                                       : now.eviction_cause;
+  }
   *retry_ = false;
   out_->deleted = writer.deletes();
   out_->artifact_id = m_.artifact_id;
@@ -306,7 +321,7 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
         "--artifacts pointing there");
   }
   const auto deadline = ctx.clock.Now() + ctx.repair_timeout;
-  core::Backoff backoff(ctx.backoff_min, ctx.backoff_max);
+  core::Backoff backoff(kRestoreWaitMin, kRestoreWaitMax);
   while (true) {
     const int attempts = out->attempts + 1;
     *out = RestoreResult();
@@ -318,12 +333,20 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
     // A refused right is no artifact still on its way.
     if (!retry || s.IsPermissionDenied()) return s;
     const std::string reason = s.ToString();
-    // Waiting for an artifact fresh enough for the marker window: look at
-    // least this often, or one inside the window could never be caught.
-    const milliseconds wait = out->marker_window_ns > 0
-                                  ? backoff.Next(core::QuarterWindow(out->marker_window_ns))
-                                  : backoff.Next();
-    if (ctx.clock.Now() + wait > deadline) {
+    // Waiting for an artifact fresh enough for the marker window: look
+    // often enough to catch one inside it, but never more than once a
+    // second (each look is a stream read and a listing of the location).
+    milliseconds wait = out->marker_window_ns > 0
+                            ? backoff.Next(std::max(core::QuarterWindow(out->marker_window_ns),
+                                                    milliseconds(kRestoreWaitMin)))
+                            : backoff.Next();
+    if (KVFOLD_MUTANT("restore-wait-unpaced")) wait = milliseconds(10);
+    const auto now = ctx.clock.Now();
+    // The last look is at the deadline itself.
+    if (now + wait > deadline && now < deadline) {
+      wait = std::max(std::chrono::duration_cast<milliseconds>(deadline - now), milliseconds(1));
+    }
+    if (now >= deadline) {
       return Status::CursorExpired(
           "no usable artifact at " + ctx.artifacts->location() + " within the repair timeout (" +
           std::to_string(out->attempts) + " attempts; last: " + reason +
@@ -332,10 +355,20 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
           "--repair none");
     }
     if (ctx.metrics) ctx.metrics->RecordRestoreRetry();
-    ctx.Log(LogLevel::kWarning, "restore attempt " + std::to_string(out->attempts) +
-                                    ": no usable artifact at " + ctx.artifacts->location() + " (" +
-                                    reason + "); retrying in " + std::to_string(wait.count()) +
-                                    " ms");
+    const auto give_up = std::chrono::system_clock::now() +
+                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                             deadline - ctx.clock.Now());
+    ctx.Log(LogLevel::kWarning,
+            "restore attempt " + std::to_string(out->attempts) + ": waiting for an artifact of " +
+                "bucket " + ctx.source.bucket() + " at " + ctx.artifacts->location() +
+                " that covers the scope, is ahead of the fold's cursor" +
+                (req.fold_cursor && !req.rebase ? " " + std::to_string(*req.fold_cursor) : "") +
+                " and is current (last look: " + reason + "); next look in " +
+                std::to_string(wait.count()) + " ms, giving up at " +
+                core::FormatTimeNs(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       give_up.time_since_epoch())
+                                       .count()) +
+                " (repair timeout)");
     ctx.clock.SleepFor(wait, ctx.stop);
     if (ctx.stop.stop_requested()) {
       out->stopped = true;

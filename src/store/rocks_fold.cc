@@ -253,8 +253,12 @@ class RocksFold final : public Fold {
     if (meta.seeding != before.seeding) {
       put_or_delete(kSeedingName, !meta.seeding.empty(), meta.seeding);
     }
-    if (meta.eviction_observed != before.eviction_observed) {
-      put_or_delete(kEvictionName, meta.eviction_observed, "1");
+    // The memo's value is its cause ("1", before causes: unknown).
+    if (meta.eviction_observed != before.eviction_observed ||
+        meta.eviction_cause != before.eviction_cause) {
+      put_or_delete(kEvictionName, meta.eviction_observed,
+                    meta.eviction_cause.empty() ? std::string(kEvictionCauseUnknown)
+                                                : meta.eviction_cause);
     }
     if (meta.last_repair != before.last_repair) put(kLastRepairName, meta.last_repair);
     if (counts_changed) {
@@ -556,6 +560,7 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
   if (found) meta.seeding = v;
   KVFOLD_RETURN_IF_ERROR(read(kEvictionName, &found));
   meta.eviction_observed = found;
+  if (found) meta.eviction_cause = v == "1" || v.empty() ? std::string(kEvictionCauseUnknown) : v;
   KVFOLD_RETURN_IF_ERROR(read(kLastRepairName, &found));
   if (found) meta.last_repair = v;
   KVFOLD_RETURN_IF_ERROR(read(kMaxRevisionName, &found));

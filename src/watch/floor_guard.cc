@@ -45,6 +45,12 @@ void FloorGuard::ReanchorReceived(int64_t ts_ns) {
   if (received_ && verified_ == *received_) verified_anchor_ = received_anchor_;
 }
 
+void FloorGuard::ReanchorAfterListing(int64_t ts_ns) {
+  received_anchor_ = std::max(received_anchor_, ts_ns);
+  verified_anchor_ = std::max(verified_anchor_, ts_ns);
+  anchor_lost_ = false;
+}
+
 void FloorGuard::VerifyReceived() {
   if (!received_ || *received_ < verified_) return;
   verified_ = *received_;

@@ -73,6 +73,9 @@ class FloorGuard {
   void ReanchorReceived(int64_t ts_ns);
   // verified := received (everything received is proven), with its anchor.
   void VerifyReceived();
+  // A relist at server time `ts_ns` put every expiry before it into the
+  // fold: received and verified are anchored there, the anchor valid again.
+  void ReanchorAfterListing(int64_t ts_ns);
   // A state sync from a consumer created when the stream began at
   // `first_seq` and the server read `ts_ns`: what retention removed before
   // is superseded. `forget_received` (repair none's resync) starts received

@@ -54,6 +54,7 @@ Status WatchLoop::Prepare() {
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
+  eviction_cause_ = meta->eviction_cause;
   if (meta->bucket.empty()) pipeline_.pending().meta().bucket = bucket;
   if (!meta->scope) pipeline_.pending().meta().scope = opt_.scope.prefixes();
   next_reconcile_ = clock_.Now() + opt_.reconcile_every;
@@ -145,7 +146,9 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);
   if (seen.has_evicted) {
     eviction_observed_ = true;
+    eviction_cause_ = seen.eviction_cause;
     pipeline_.pending().meta().eviction_observed = true;
+    pipeline_.pending().meta().eviction_cause = seen.eviction_cause;
     Log("bucket " + source_.bucket() + " has evicted current values (" +
         DescribeRetention(state, seen) +
         "); recorded in the fold: its key listing is never taken for the truth again");

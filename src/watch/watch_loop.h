@@ -206,6 +206,7 @@ class WatchLoop {
   int relists_abandoned_ = 0;       // in a row: bounds a relist that cannot finish
   std::string stream_created_;      // "" until recorded
   bool eviction_observed_ = false;  // the fold's memo
+  std::string eviction_cause_;      // and what it saw (FoldMeta::eviction_cause)
   bool unanchored_ = false;         // data but no cursor: repair first
   bool sync_next_ = false;          // repair none: the next delivery is a state sync
   std::optional<uint64_t> target_;  // until_caught_up: stream last_seq at start

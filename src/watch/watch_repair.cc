@@ -69,6 +69,7 @@ Status WatchLoop::Repair() {
   if (eviction_observed_ && !memo_before) {
     FoldCommit memo;
     memo.eviction_observed = true;
+    memo.eviction_cause = eviction_cause_;
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(memo));
   }
   plan.rebase = plan.cause == core::RepairCause::kRecreated;
@@ -81,6 +82,17 @@ Status WatchLoop::Repair() {
   plan.memo = eviction_observed_ && !drop_memo;
   const Retention retention = ClassifyRetention(plan.state, plan.memo);
   plan.choice = core::ChooseRepair(opt_.repair, plan.cause, retention);
+  // A memo an older kvfold recorded may speak of expiries only: kept (a
+  // volume limit since removed looks the same), but said.
+  if (plan.memo && eviction_cause_ == kEvictionCauseUnknown && !retention.evicts_current_values) {
+    plan.choice.why +=
+        " (this fold's eviction memo was recorded by a kvfold that counted expiries as "
+        "evictions, so its cause is unknown; if bucket " +
+        source_.bucket() +
+        " never had max_msgs or max_bytes with discard old, nor max_age without limit markers, "
+        "move this fold aside and start a new one: on this bucket a new fold joins by a state "
+        "sync, no artifact needed)";
+  }
   repair_kind_ = RepairKindOf(plan);
   Log(std::string("repair: ") + core::RepairCauseName(plan.cause) + " (" + plan.why + "); bucket " +
       DescribeRetention(plan.state, retention) + "; policy " +
@@ -133,6 +145,7 @@ std::string WatchLoop::RepairRecord(const RepairPlan& plan, const std::string& o
 repair::RepairContext WatchLoop::RepairCtx(const RepairPlan& plan) const {
   repair::RepairContext ctx(source_, fold_, clock_);
   ctx.eviction_observed = plan.memo;
+  if (plan.memo) ctx.eviction_cause = eviction_cause_;
   ctx.artifacts = opt_.artifacts;
   ctx.repair_timeout = opt_.repair_timeout;
   ctx.backoff_min = opt_.reconnect_backoff_min;
@@ -155,13 +168,20 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
     final_meta.rebase = true;
     final_meta.stream_created = plan.state.created;
     // A new identity starts clean; the same stream keeps its memo.
-    final_meta.eviction_observed = plan.memo || ClassifyRetention(plan.state, false).has_evicted;
+    const Retention now = ClassifyRetention(plan.state, false);
+    final_meta.eviction_observed = plan.memo || now.has_evicted;
+    if (*final_meta.eviction_observed) {
+      final_meta.eviction_cause = plan.memo ? eviction_cause_ : now.eviction_cause;
+    }
   }
   repair::RelistResult r;
   const ChangeOrigin origin = plan.cause == core::RepairCause::kReconcile ? ChangeOrigin::kReconcile
                                                                           : ChangeOrigin::kRelist;
   repair::RepairContext ctx = RepairCtx(plan);
-  Status s = repair::RunRelist(ctx, opt_.scope, origin, plan.rebase, final_meta, &r);
+  // A fold with a cursor (or a rebuilt one, at cursor 0) is re-anchored at
+  // the listing; an unanchored one state-syncs next.
+  const bool anchor_cursor = plan.rebase || pipeline_.committed().has_value();
+  Status s = repair::RunRelist(ctx, opt_.scope, origin, plan.rebase, anchor_cursor, final_meta, &r);
   if (s.IsFailedPrecondition()) {
     // The bucket began evicting during the listing: decide again with
     // the new retention (the memo is recorded by the next read).
@@ -190,6 +210,11 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
   if (plan.rebase) {
     KVFOLD_RETURN_IF_ERROR(ReanchorToFold(/*new_stream=*/true));
     if (opt_.until_caught_up) target_ = plan.state.last_seq;  // the new stream's
+  } else if (r.anchor_ns > 0) {
+    // Every expiry before the listing is in the fold: positions up to the
+    // listing's head read on within the window of its start.
+    guard_.ReanchorAfterListing(r.anchor_ns);
+    pipeline_.ResetTo(pipeline_.committed(), r.anchor_ns);
   }
   FoldCommit outcome;
   outcome.last_repair =
@@ -265,6 +290,7 @@ Status WatchLoop::ReanchorToFold(bool new_stream) {
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, new_stream);
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
+  eviction_cause_ = meta->eviction_cause;
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   unanchored_ = false;

@@ -299,6 +299,28 @@ TEST_F(CliLiveTest, ScheduledExportSetupIsCheckedBeforeMirroring) {
   }
   Exit ok = Mirror("app", Fold(), {"--export-to", arts, "--export-every", "1h"});
   EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("marker window"), std::string::npos) << ok.err;
+}
+
+// Issue 30: on a bucket that evicts by volume and writes limit markers, an
+// export period longer than the marker window is said at start; the
+// status names the memo's cause.
+TEST_F(CliLiveTest, ExportsFurtherApartThanTheMarkerWindowAreWarnedOf) {
+  kv_.CreateBucket("vol", {{"max_msgs", 5},
+                           {"discard", "old"},
+                           {"allow_msg_ttl", true},
+                           {"subject_delete_marker_ttl", int64_t{2} * 1000 * 1000 * 1000}});
+  if (!kv_.HasLimitMarkers("vol")) GTEST_SKIP() << "this server has no limit markers";
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  Exit e = Mirror("vol", Fold(), {"--export-to", arts, "--export-every", "1h", "--repair", "none"});
+  EXPECT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.err.find("longer than the marker window of bucket vol"), std::string::npos) << e.err;
+  for (int i = 0; i < 10; ++i) kv_.Put("vol", "k" + std::to_string(i), "v");
+  Exit again = Mirror("vol", Fold(), {"--repair", "none"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  const json status = Status(Fold());
+  EXPECT_EQ(status["eviction_observed"], true) << status.dump();
+  EXPECT_EQ(status["eviction_cause"], "volume") << status.dump();
 }
 
 TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {

@@ -65,6 +65,7 @@
 
 #include "core/count_change.h"
 #include "core/marker_window.h"
+#include "core/mutation.h"
 #include "core/pending_batch.h"
 #include "core/repair_rules.h"
 #include "core/window.h"
@@ -151,6 +152,11 @@ struct State {
   std::array<std::optional<Entry>, kMaxKeys> fold;
   std::optional<uint64_t> cursor;
   uint8_t cursor_time = 0;  // the cursor's anchor in ticks; 0 unknown
+  // A ghost, for the anchor oracle only: the listing revision of the last
+  // relist that anchored the cursor at its start (RunRelist with
+  // anchor_cursor). The listing stands for every message up to it, so the
+  // anchor's promise covers only the messages after it. 0: none.
+  uint8_t listing_covered = 0;
   bool memo = false;        // the eviction memo
 
   // The node's memory: what a crash loses.
@@ -171,6 +177,7 @@ struct State {
   uint8_t step = 0;
   uint8_t listed = 0;  // bit k: the listing named key k
   uint64_t listing_revision = 0;
+  uint8_t listing_time = 0;    // the server's clock when the relist's listing began
   uint8_t restore_cursor = 0;  // the artifact being restored
   bool restore_evicted = false;
   uint8_t repair_writes = 0;  // commits this repair made
@@ -302,6 +309,7 @@ std::string Encode(const State& s) {
   out.push_back('|');
   out.push_back(static_cast<char>(s.now));
   out.push_back(static_cast<char>(s.cursor_time));
+  out.push_back(static_cast<char>(s.listing_covered));
   out.push_back(static_cast<char>(s.retained));
   out.push_back(static_cast<char>(s.artifact));
   for (const auto& e : s.fold) PutEntry(&out, e);
@@ -340,6 +348,7 @@ std::string Encode(const State& s) {
     out.push_back(static_cast<char>(s.step));
     out.push_back(static_cast<char>(s.listed));
     out.push_back(static_cast<char>(s.listing_revision));
+    out.push_back(static_cast<char>(s.listing_time));
     out.push_back(static_cast<char>(s.restore_cursor));
     out.push_back(s.restore_evicted);
     out.push_back(static_cast<char>(s.repair_writes));
@@ -406,6 +415,7 @@ void ResetMemory(State& s) {
   s.step = 0;
   s.listed = 0;
   s.listing_revision = 0;
+  s.listing_time = 0;
   s.restore_cursor = 0;
   s.restore_evicted = false;
   s.repair_writes = 0;
@@ -835,6 +845,7 @@ void Node::Repair(const State& s) {
         n.mode = Mode::kRelist;
         n.phase = Phase::kListing;
         n.listing_revision = LastSeq(n);
+        n.listing_time = n.now;  // RunRelist reads the stream before it lists
         return Emit(label + "relist, listing through " + std::to_string(n.listing_revision),
                     std::move(n));
       case RepairAction::kRestore: {
@@ -971,17 +982,39 @@ void Node::Repair(const State& s) {
   if (!restore) {
     // RunRelist's final commit carries no cursor; the watch resumes from
     // where it was, with the listing's revision as a floor on a bucket that
-    // keeps current values.
+    // keeps current values. A fold with a cursor is anchored at the
+    // listing's start on a bucket with markers (WatchLoop::Relist).
+    auto finish = [](State& n) {
+      n.relist_floor = std::max(n.relist_floor, n.listing_revision);
+      n.unanchored = false;
+      n.phase = Phase::kNone;
+      n.step = 0;
+      n.listed = 0;
+      n.listing_revision = 0;
+      n.listing_time = 0;
+      n.repair_writes = 0;
+      AdvanceCursor(n);
+      return StartSession(n);
+    };
+    if (s.flavour == Flavour::kMarkers && s.cursor && s.listing_time > 0 &&
+        !KVFOLD_MUTANT("relist-keep-old-anchor")) {
+      FoldCommit anchor;
+      anchor.cursor_time_ns = s.listing_time * kTickNs;
+      const uint8_t t = s.listing_time;
+      const auto covered = static_cast<uint8_t>(s.listing_revision);
+      return EmitCommit("relist done, anchored at tick " + std::to_string(t), s, anchor,
+                        [t, covered, finish](State& n) {
+                          n.listing_covered = std::max(n.listing_covered, covered);
+                          n.received_anchor = std::max(n.received_anchor, t);
+                          n.verified_anchor = std::max(n.verified_anchor, t);
+                          const auto cursor = n.cursor;
+                          n.pending = core::PendingBatch();
+                          if (cursor) n.pending.AdvanceTo(*cursor, t * kTickNs);
+                          return finish(n);
+                        });
+    }
     State n = s;
-    n.relist_floor = std::max(n.relist_floor, n.listing_revision);
-    n.unanchored = false;
-    n.phase = Phase::kNone;
-    n.step = 0;
-    n.listed = 0;
-    n.listing_revision = 0;
-    n.repair_writes = 0;
-    AdvanceCursor(n);
-    std::string violation = StartSession(n);
+    std::string violation = finish(n);
     return Emit("relist done", std::move(n), std::move(violation));
   }
   FoldCommit final_commit;
@@ -996,6 +1029,7 @@ void Node::Repair(const State& s) {
                const uint64_t relist_floor = n.relist_floor;
                ResetMemory(n);
                n.relist_floor = relist_floor;
+               n.listing_covered = 0;  // the exporter's anchor keeps the plain promise
                n.received = cursor;
                n.verified = cursor;
                n.received_anchor = n.verified_anchor = n.cursor_time;
@@ -1061,8 +1095,9 @@ std::string CheckState(const State& s) {
   const uint64_t c = *s.cursor;
   if (c > LastSeq(s)) return "the cursor is past the stream's last sequence";
   // The anchor's promise: every message after the cursor was stored at or
-  // after it.
-  for (uint64_t seq = c + 1; s.flavour == Flavour::kMarkers && seq <= LastSeq(s); ++seq) {
+  // after it, except those a relist's listing stands for.
+  for (uint64_t seq = std::max<uint64_t>(c, s.listing_covered) + 1;
+       s.flavour == Flavour::kMarkers && seq <= LastSeq(s); ++seq) {
     if (s.log[seq - 1].time < s.cursor_time) {
       return "the cursor " + std::to_string(c) + "'s anchor (tick " +
              std::to_string(s.cursor_time) + ") is later than message " + std::to_string(seq) +
