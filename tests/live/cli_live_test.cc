@@ -212,7 +212,9 @@ TEST_F(CliLiveTest, ExpiredCursorExitsThreeAndLeavesTheFoldUntouched) {
   // about the bucket, is recorded.
   json status_after = Status(Fold());
   EXPECT_EQ(status_after["eviction_observed"], true);
+  EXPECT_EQ(status_after["eviction_cause"], "volume");
   status_after["eviction_observed"] = status_before["eviction_observed"];
+  status_after["eviction_cause"] = status_before["eviction_cause"];
   EXPECT_EQ(status_after, status_before);
 }
 

@@ -489,6 +489,9 @@ TEST_F(RepairLiveTest, ExpiredKeysWhoseMarkersExpiredWhileDownAreRelistedWithout
   const auto started = std::chrono::steady_clock::now();
   Status s = CatchUp("ttl", *b);
   const auto took = std::chrono::steady_clock::now() - started;
+  std::fprintf(stderr, "figure: restart after expiries, no artifact: %lld ms\n",
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(took).count()));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_LT(took, std::chrono::seconds(5));
   EXPECT_TRUE(b->Logged("limit markers")) << "the repair names the marker window";
@@ -501,6 +504,10 @@ TEST_F(RepairLiveTest, ExpiredKeysWhoseMarkersExpiredWhileDownAreRelistedWithout
   auto c = NewNode("c");
   const auto joined = std::chrono::steady_clock::now();
   Status j = CatchUp("ttl", *c);
+  std::fprintf(stderr, "figure: new node on a quiet TTL bucket: %lld ms\n",
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(
+                                          std::chrono::steady_clock::now() - joined)
+                                          .count()));
   ASSERT_TRUE(j.ok()) << j.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - joined, std::chrono::seconds(5));
   EXPECT_EQ(LiveEntries(*c->fold), truth);
@@ -529,6 +536,9 @@ TEST_F(RepairLiveTest, MarkedMaxAgeDownPastTheMarkersRelistsAtOnce) {
   const auto started = std::chrono::steady_clock::now();
   Status s = CatchUp("age", *b);
   const auto took = std::chrono::steady_clock::now() - started;
+  std::fprintf(stderr, "figure: marked max_age, down past the markers: %lld ms\n",
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(took).count()));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_LT(took, std::chrono::seconds(4));
   EXPECT_EQ(LiveEntries(*b->fold), truth);
@@ -608,6 +618,10 @@ TEST_F(RepairLiveTest, VolumeLimitedTtlBucketQuietPastTheMarkersRestoresFromTheL
   o.artifacts = source_.get();
   const auto started = std::chrono::steady_clock::now();
   Status s = CatchUp("ttl", *b, o);
+  std::fprintf(stderr, "figure: volume+TTL bucket quiet past the markers, restore: %lld ms\n",
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(
+                                          std::chrono::steady_clock::now() - started)
+                                          .count()));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
   EXPECT_EQ(LiveEntries(*b->fold), kv_.Truth("ttl"));
