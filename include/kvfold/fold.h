@@ -131,9 +131,8 @@ struct FoldCommit {
 
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
-           !bucket && !scope && !stream_created && !seeding && !eviction_observed && !eviction_cause &&
-           !last_repair &&
-           !counts;
+           !bucket && !scope && !stream_created && !seeding && !eviction_observed &&
+           !eviction_cause && !last_repair && !counts;
   }
 };
 

@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "core/marker_window.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
 #include "cli/metrics_server.h"
 #include "cli/metrics_text.h"
 #include "cli/service_notifier.h"
+#include "core/marker_window.h"
 #include "kvfold/artifact.h"
 #include "kvfold/connection.h"
 #include "kvfold/fold.h"

@@ -29,9 +29,9 @@ Retention ClassifyRetention(const StreamState& s, bool eviction_observed) {
   r.eviction_cause = EvictionCause(s);
   r.evicts_current_values = !r.eviction_cause.empty();
   r.first_retained_revision = s.first_seq;
-  r.has_evicted = r.evicts_current_values &&
-                  (s.first_seq > 1 || (KVFOLD_MUTANT("retention-expiry-evicts") &&
-                                       (s.allow_msg_ttl || s.marker_ttl_ns > 0)));
+  r.has_evicted =
+      r.evicts_current_values && (s.first_seq > 1 || (KVFOLD_MUTANT("retention-expiry-evicts") &&
+                                                      (s.allow_msg_ttl || s.marker_ttl_ns > 0)));
   r.listing_is_truth =
       (!eviction_observed && !r.has_evicted) || KVFOLD_MUTANT("retention-listing-always-truth");
   return r;
@@ -47,9 +47,8 @@ std::string DescribeRetention(const StreamState& s, const Retention& r) {
   if (s.marker_ttl_ns > 0)
     add("limit markers " + std::to_string(s.marker_ttl_ns / 1000000) + " ms");
   add(s.discard_new ? "discard new" : "discard old");
-  std::string out = r.evicts_current_values
-                        ? "evicts current values by " + r.eviction_cause
-                        : "keeps current values (expiries are deletes)";
+  std::string out = r.evicts_current_values ? "evicts current values by " + r.eviction_cause
+                                            : "keeps current values (expiries are deletes)";
   out += " (" + limits + "), first retained revision " + std::to_string(s.first_seq) + ", last " +
          std::to_string(s.last_seq);
   if (!r.listing_is_truth) out += "; a key listing is not the truth";

@@ -355,9 +355,9 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
           "--repair none");
     }
     if (ctx.metrics) ctx.metrics->RecordRestoreRetry();
-    const auto give_up = std::chrono::system_clock::now() +
-                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                             deadline - ctx.clock.Now());
+    const auto give_up =
+        std::chrono::system_clock::now() +
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(deadline - ctx.clock.Now());
     ctx.Log(LogLevel::kWarning,
             "restore attempt " + std::to_string(out->attempts) + ": waiting for an artifact of " +
                 "bucket " + ctx.source.bucket() + " at " + ctx.artifacts->location() +
@@ -365,9 +365,9 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
                 (req.fold_cursor && !req.rebase ? " " + std::to_string(*req.fold_cursor) : "") +
                 " and is current (last look: " + reason + "); next look in " +
                 std::to_string(wait.count()) + " ms, giving up at " +
-                core::FormatTimeNs(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       give_up.time_since_epoch())
-                                       .count()) +
+                core::FormatTimeNs(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(give_up.time_since_epoch())
+                        .count()) +
                 " (repair timeout)");
     ctx.clock.SleepFor(wait, ctx.stop);
     if (ctx.stop.stop_requested()) {

@@ -256,9 +256,9 @@ class RocksFold final : public Fold {
     // The memo's value is its cause ("1", before causes: unknown).
     if (meta.eviction_observed != before.eviction_observed ||
         meta.eviction_cause != before.eviction_cause) {
-      put_or_delete(kEvictionName, meta.eviction_observed,
-                    meta.eviction_cause.empty() ? std::string(kEvictionCauseUnknown)
-                                                : meta.eviction_cause);
+      put_or_delete(
+          kEvictionName, meta.eviction_observed,
+          meta.eviction_cause.empty() ? std::string(kEvictionCauseUnknown) : meta.eviction_cause);
     }
     if (meta.last_repair != before.last_repair) put(kLastRepairName, meta.last_repair);
     if (counts_changed) {

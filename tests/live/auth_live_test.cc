@@ -41,12 +41,23 @@ struct TestPki {
   std::string dir_;
 };
 
+// The test servers' TLS handshake timeout, and with it the auth timeout
+// (nats-server: the TLS timeout + 1 s when TLS is on; 2 s and 3 s by
+// default). A client built with ASan on a loaded 2-core machine can take
+// longer than that between the TCP accept and its signed CONNECT; the
+// server then closes the connection and the client reports "Authorization
+// Violation" (reproduced with a 50 ms auth timeout), the creds test's one
+// failure in CI, or an SSL write error, the fixture's. What these tests
+// check is the sign-in, not its speed.
+constexpr char kTlsTimeout[] = "  timeout: 10\n";
+
 class AuthLiveTest : public ::testing::Test {
  protected:
   AuthLiveTest()
       : pki_(dir_.path()),
-        server_("tls {\n  cert_file: \"" + pki_.Path("server.pem") + "\"\n  key_file: \"" +
-                pki_.Path("server.key") + "\"\n  ca_file: \"" + pki_.Path("ca.pem") +
+        server_(std::string("tls {\n") + kTlsTimeout + "  cert_file: \"" + pki_.Path("server.pem") +
+                "\"\n  key_file: \"" + pki_.Path("server.key") + "\"\n  ca_file: \"" +
+                pki_.Path("ca.pem") +
                 "\"\n  verify: true\n}\n"
                 "authorization {\n  users: [ { user: kvuser, password: \"s3cret pass\" } ]\n}\n"),
         kv_(server_.url(), [this](natsOptions* o) {
@@ -141,8 +152,9 @@ class CredsLiveTest : public ::testing::Test {
   CredsLiveTest()
       : pki_(dir_.path()),
         setup_(MakeOperatorSetup()),
-        server_(setup_.server_config + "tls {\n  cert_file: \"" + pki_.Path("server.pem") +
-                "\"\n  key_file: \"" + pki_.Path("server.key") + "\"\n}\n"),
+        server_(setup_.server_config + "tls {\n" + kTlsTimeout + "  cert_file: \"" +
+                pki_.Path("server.pem") + "\"\n  key_file: \"" + pki_.Path("server.key") +
+                "\"\n}\n"),
         creds_(Creds(dir_.path(), setup_.user_creds)),
         kv_(server_.url(), [this](natsOptions* o) {
           natsOptions_SetSecure(o, true);

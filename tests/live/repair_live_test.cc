@@ -490,8 +490,7 @@ TEST_F(RepairLiveTest, ExpiredKeysWhoseMarkersExpiredWhileDownAreRelistedWithout
   Status s = CatchUp("ttl", *b);
   const auto took = std::chrono::steady_clock::now() - started;
   std::fprintf(stderr, "figure: restart after expiries, no artifact: %lld ms\n",
-               static_cast<long long>(
-                   std::chrono::duration_cast<milliseconds>(took).count()));
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(took).count()));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_LT(took, std::chrono::seconds(5));
   EXPECT_TRUE(b->Logged("limit markers")) << "the repair names the marker window";
@@ -537,8 +536,7 @@ TEST_F(RepairLiveTest, MarkedMaxAgeDownPastTheMarkersRelistsAtOnce) {
   Status s = CatchUp("age", *b);
   const auto took = std::chrono::steady_clock::now() - started;
   std::fprintf(stderr, "figure: marked max_age, down past the markers: %lld ms\n",
-               static_cast<long long>(
-                   std::chrono::duration_cast<milliseconds>(took).count()));
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(took).count()));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_LT(took, std::chrono::seconds(4));
   EXPECT_EQ(LiveEntries(*b->fold), truth);

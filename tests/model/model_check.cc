@@ -157,7 +157,7 @@ struct State {
   // anchor_cursor). The listing stands for every message up to it, so the
   // anchor's promise covers only the messages after it. 0: none.
   uint8_t listing_covered = 0;
-  bool memo = false;        // the eviction memo
+  bool memo = false;  // the eviction memo
 
   // The node's memory: what a crash loses.
   Mode mode = Mode::kDown;
