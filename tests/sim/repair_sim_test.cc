@@ -1659,5 +1659,62 @@ TEST(RepairSimTest, ArtifactBeyondTheStreamsHeadIsNotRestored) {
   EXPECT_EQ(LiveEntries(*later.fold), LiveEntries(*c.fold));
 }
 
+// REVIEW: max_age without limit markers on a bucket that allows per-message
+// TTL. A message with `Nats-TTL: never` at the head is exempt from max_age,
+// so the messages behind it age out (unmarked: an eviction, the key stays
+// in the truth) while first_seq stays 1. The commit dropped the
+// allow_msg_ttl clause from has_evicted, so such a bucket counts as one
+// that "has never evicted": its listing is taken for the truth.
+struct NeverHeadBucket {
+  SimBucket b;
+  NeverHeadBucket() {
+    b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+    b.SetMaxAge(std::chrono::seconds(10));
+    b.PutNeverExpires("cfg", "v");  // seq 1, never ages out
+    b.Put("a", "1");                // seq 2
+  }
+};
+
+TEST(RepairSimTest, ReviewReconcileOnUnmarkedAgeBucketWithANeverHeadDeletesAnEvictedKey) {
+  NeverHeadBucket t;
+  Node n;
+  ASSERT_TRUE(RunNode(t.b, n).ok());
+  ASSERT_EQ(LiveEntries(*n.fold).size(), 2u);
+  t.b.AdvanceTime(std::chrono::seconds(20));  // "a" ages out, no marker
+  t.b.Put("c", "1");
+  auto st = t.b.ReadStream();
+  ASSERT_TRUE(st.ok());
+  fprintf(stderr, "first_seq=%llu last_seq=%llu\n", (unsigned long long)st->first_seq,
+          (unsigned long long)st->last_seq);
+  WatchOptions o = Fast();
+  o.reconcile_every = std::chrono::milliseconds(1);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int turns = 0;
+  o.log = [&](std::string_view line) {
+    fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data());
+    if (line.find("reconcile") != std::string_view::npos && ++turns >= 2) stop.request_stop();
+  };
+  Status s = RunNode(t.b, n, o);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectConverged(t.b, n);
+}
+
+TEST(RepairSimTest, ReviewNewFoldOnUnmarkedAgeBucketWithANeverHeadStateSyncs) {
+  NeverHeadBucket t;
+  t.b.AdvanceTime(std::chrono::seconds(20));  // "a" ages out, no marker
+  t.b.Put("c", "1");
+  Node n;
+  WatchOptions o = Fast();
+  o.log = [&](std::string_view line) {
+    fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data());
+  };
+  Status s = RunNode(t.b, n, o);
+  fprintf(stderr, "status: %s\n", s.ToString().c_str());
+  // Before the change: refused (no artifact) -- loud. Now?
+  if (s.ok()) ExpectConverged(t.b, n);
+}
+
 }  // namespace
 }  // namespace kvfold

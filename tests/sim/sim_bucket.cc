@@ -185,6 +185,12 @@ uint64_t SimBucket::PutWithTtl(const std::string& key, const std::string& value,
   return seq;
 }
 
+uint64_t SimBucket::PutNeverExpires(const std::string& key, const std::string& value) {
+  const uint64_t seq = Append(key, Op::kPut, value);
+  log_[seq - 1].never = true;
+  return seq;
+}
+
 void SimBucket::ExpireTtls() {
   const int64_t now = NowNs();
   std::vector<std::pair<int64_t, std::string>> emptied;  // (when, key)
@@ -225,9 +231,10 @@ void SimBucket::EnforceLimits() {
     ++retained;
     bytes += it->message.key.size() + it->message.value.size() + 16;
     evicting = evicting || (max_msgs_ > 0 && retained > static_cast<uint64_t>(max_msgs_)) ||
-               (max_bytes_ > 0 && bytes > static_cast<uint64_t>(max_bytes_)) ||
-               (max_age_s_ > 0 && now_s_ - it->stored_at > max_age_s_);
-    if (evicting) it->retained = false;
+               (max_bytes_ > 0 && bytes > static_cast<uint64_t>(max_bytes_));
+    // Age is per message (a `never` message stays, the ones behind it go).
+    const bool aged = max_age_s_ > 0 && now_s_ - it->stored_at > max_age_s_ && !it->never;
+    if (evicting || aged) it->retained = false;
   }
   uint64_t first = next_seq_;
   for (const auto& r : log_) {

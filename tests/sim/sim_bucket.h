@@ -41,6 +41,9 @@ class SimBucket final : public BucketSource {
   // A put removed from the stream `ttl` after it was stored.
   uint64_t PutWithTtl(const std::string& key, const std::string& value,
                       std::chrono::milliseconds ttl);
+  // A put with `Nats-TTL: never`: exempt from max_age (nats-server skips it
+  // in expireMsgs and ages out the messages behind it), not from volume.
+  uint64_t PutNeverExpires(const std::string& key, const std::string& value);
   // The bucket's clock (ReadStream's server time, message times, TTLs)
   // follows `clock` from now on, and AdvanceTime sleeps it: a watcher on
   // the same clock sees time pass as the server does. Null: only
@@ -174,6 +177,7 @@ class SimBucket final : public BucketSource {
     int64_t stored_at = 0;   // seconds on the bucket's clock
     int64_t expires_ns = 0;  // per-message TTL: removed at this time; 0 never
     bool marker = false;     // a limit marker
+    bool never = false;      // Nats-TTL: never (exempt from max_age)
   };
   const std::vector<Record>& log() const { return log_; }
   bool server_filters() const { return server_filters_; }
