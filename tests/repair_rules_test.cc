@@ -72,6 +72,15 @@ TEST(RetentionTest, ExpiriesAreDeletesNotEvictions) {
   EXPECT_EQ(ClassifyRetention(both, false).eviction_cause, "volume");
   // ... but it is while the volume limit has evicted nothing.
   EXPECT_TRUE(ClassifyRetention(Evicting(1), false).listing_is_truth);
+  // Unmarked age where TTLs are allowed: a `Nats-TTL: never` head keeps
+  // first_seq at 1 while what follows it ages out.
+  StreamState never_head = Keeping(1);
+  never_head.max_age_ns = 10 * int64_t{1000000000};
+  never_head.allow_msg_ttl = true;
+  EXPECT_TRUE(ClassifyRetention(never_head, false).has_evicted);
+  EXPECT_FALSE(ClassifyRetention(never_head, false).listing_is_truth);
+  never_head.allow_msg_ttl = false;  // then age removes from the head only
+  EXPECT_TRUE(ClassifyRetention(never_head, false).listing_is_truth);
 }
 
 TEST(RetentionTest, ListingIsTruthUntilEvictionIsSeenAndForeverAfter) {

@@ -29,9 +29,14 @@ Retention ClassifyRetention(const StreamState& s, bool eviction_observed) {
   r.eviction_cause = EvictionCause(s);
   r.evicts_current_values = !r.eviction_cause.empty();
   r.first_retained_revision = s.first_seq;
-  r.has_evicted =
-      r.evicts_current_values && (s.first_seq > 1 || (KVFOLD_MUTANT("retention-expiry-evicts") &&
-                                                      (s.allow_msg_ttl || s.marker_ttl_ns > 0)));
+  // max_age passes over a message with `Nats-TTL: never` and ages out the
+  // ones behind it: where TTLs are allowed first_seq proves nothing about
+  // unmarked age.
+  const bool head_proves_nothing =
+      (r.eviction_cause == "unmarked age" && s.allow_msg_ttl &&
+       !KVFOLD_MUTANT("retention-trust-head-under-never")) ||
+      (KVFOLD_MUTANT("retention-expiry-evicts") && (s.allow_msg_ttl || s.marker_ttl_ns > 0));
+  r.has_evicted = r.evicts_current_values && (s.first_seq > 1 || head_proves_nothing);
   r.listing_is_truth =
       (!eviction_observed && !r.has_evicted) || KVFOLD_MUTANT("retention-listing-always-truth");
   return r;

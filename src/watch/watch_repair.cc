@@ -213,8 +213,12 @@ Status WatchLoop::Relist(const RepairPlan& plan) {
   } else if (r.anchor_ns > 0) {
     // Every expiry before the listing is in the fold: positions up to the
     // listing's head read on within the window of its start.
+    // The pipeline's next commit carries it too (what else is pending, a
+    // marker TTL the repair's read noted, stays).
     guard_.ReanchorAfterListing(r.anchor_ns);
-    pipeline_.ResetTo(pipeline_.committed(), r.anchor_ns);
+    if (const auto committed = pipeline_.committed()) {
+      pipeline_.pending().AdvanceTo(*committed, r.anchor_ns);
+    }
   }
   FoldCommit outcome;
   outcome.last_repair =

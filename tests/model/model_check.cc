@@ -1007,9 +1007,7 @@ void Node::Repair(const State& s) {
                           n.listing_covered = std::max(n.listing_covered, covered);
                           n.received_anchor = std::max(n.received_anchor, t);
                           n.verified_anchor = std::max(n.verified_anchor, t);
-                          const auto cursor = n.cursor;
-                          n.pending = core::PendingBatch();
-                          if (cursor) n.pending.AdvanceTo(*cursor, t * kTickNs);
+                          if (n.cursor) n.pending.AdvanceTo(*n.cursor, t * kTickNs);
                           return finish(n);
                         });
     }

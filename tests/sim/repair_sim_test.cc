@@ -1659,12 +1659,14 @@ TEST(RepairSimTest, ArtifactBeyondTheStreamsHeadIsNotRestored) {
   EXPECT_EQ(LiveEntries(*later.fold), LiveEntries(*c.fold));
 }
 
-// REVIEW: max_age without limit markers on a bucket that allows per-message
-// TTL. A message with `Nats-TTL: never` at the head is exempt from max_age,
-// so the messages behind it age out (unmarked: an eviction, the key stays
-// in the truth) while first_seq stays 1. The commit dropped the
-// allow_msg_ttl clause from has_evicted, so such a bucket counts as one
-// that "has never evicted": its listing is taken for the truth.
+// max_age without limit markers on a bucket that allows per-message TTL:
+// a message with `Nats-TTL: never` at the head is exempt from max_age, so
+// the messages behind it age out (unmarked: an eviction, the key stays in
+// the truth) while first_seq stays 1. Such a bucket must count as having
+// evicted whatever first_seq says (found by an adversarial review of
+// issue 30's change, which had dropped that clause): a reconcile would
+// phantom-delete the aged-out key, and a new fold would state-sync
+// without it.
 struct NeverHeadBucket {
   SimBucket b;
   NeverHeadBucket() {
@@ -1675,17 +1677,16 @@ struct NeverHeadBucket {
   }
 };
 
-TEST(RepairSimTest, ReviewReconcileOnUnmarkedAgeBucketWithANeverHeadDeletesAnEvictedKey) {
+TEST(RepairSimTest, AReconcileOnAnUnmarkedAgeBucketWithANeverHeadDeletesNothing) {
   NeverHeadBucket t;
   Node n;
-  ASSERT_TRUE(RunNode(t.b, n).ok());
+  WatchOptions first = Fast();
+  first.repair = ExpiryRepair::kNone;  // a first deploy: nothing aged out yet
+  ASSERT_TRUE(RunNode(t.b, n, first).ok());
   ASSERT_EQ(LiveEntries(*n.fold).size(), 2u);
   t.b.AdvanceTime(std::chrono::seconds(20));  // "a" ages out, no marker
   t.b.Put("c", "1");
-  auto st = t.b.ReadStream();
-  ASSERT_TRUE(st.ok());
-  fprintf(stderr, "first_seq=%llu last_seq=%llu\n", (unsigned long long)st->first_seq,
-          (unsigned long long)st->last_seq);
+  ASSERT_EQ(t.b.ReadStream()->first_seq, 1u);
   WatchOptions o = Fast();
   o.reconcile_every = std::chrono::milliseconds(1);
   o.until_caught_up = false;
@@ -1693,27 +1694,23 @@ TEST(RepairSimTest, ReviewReconcileOnUnmarkedAgeBucketWithANeverHeadDeletesAnEvi
   o.stop = stop.get_token();
   int turns = 0;
   o.log = [&](std::string_view line) {
-    fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data());
     if (line.find("reconcile") != std::string_view::npos && ++turns >= 2) stop.request_stop();
   };
   Status s = RunNode(t.b, n, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ExpectConverged(t.b, n);
+  EXPECT_EQ(LiveEntries(*n.fold).count("a"), 1u);
+  EXPECT_EQ(n.fold->ReadMeta()->eviction_cause, "unmarked age");
 }
 
-TEST(RepairSimTest, ReviewNewFoldOnUnmarkedAgeBucketWithANeverHeadStateSyncs) {
+TEST(RepairSimTest, ANewFoldOnAnUnmarkedAgeBucketWithANeverHeadIsRefusedWithoutAnArtifact) {
   NeverHeadBucket t;
   t.b.AdvanceTime(std::chrono::seconds(20));  // "a" ages out, no marker
   t.b.Put("c", "1");
   Node n;
-  WatchOptions o = Fast();
-  o.log = [&](std::string_view line) {
-    fprintf(stderr, "watch: %.*s\n", (int)line.size(), line.data());
-  };
-  Status s = RunNode(t.b, n, o);
-  fprintf(stderr, "status: %s\n", s.ToString().c_str());
-  // Before the change: refused (no artifact) -- loud. Now?
-  if (s.ok()) ExpectConverged(t.b, n);
+  Status s = RunNode(t.b, n);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_TRUE(LiveEntries(*n.fold).empty());
 }
 
 }  // namespace
