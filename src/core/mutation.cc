@@ -42,7 +42,8 @@ constexpr const char* kKnown[] = {
     "restore-ignore-quiet-head",          // restore: an artifact at the stream's head must be young
     "restore-wait-unpaced",               // restore: a wait for an artifact looks every 10 ms
     "retention-expiry-evicts",            // retention: a TTL or marked max_age counts as eviction
-    "retention-trust-head-under-never",   // retention: first_seq 1 on unmarked age + TTL: no eviction
+    "retention-trust-head-under-never",   // retention: first_seq 1 on unmarked age + TTL: no
+                                          // eviction
     "relist-keep-old-anchor",             // relist: the cursor keeps its anchor from before
     "restore-artifact-always-wins",       // restore: an older artifact entry replaces a newer one
     "restore-delete-listed",              // restore: a key the bucket lists live is deleted
