@@ -358,17 +358,18 @@ Status RunRestore(RepairContext& ctx, const RestoreRequest& req, RestoreResult* 
     const auto give_up =
         std::chrono::system_clock::now() +
         std::chrono::duration_cast<std::chrono::system_clock::duration>(deadline - ctx.clock.Now());
-    ctx.Log(LogLevel::kWarning,
-            "restore attempt " + std::to_string(out->attempts) + ": waiting for an artifact of " +
-                "bucket " + ctx.source.bucket() + " at " + ctx.artifacts->location() +
-                " that covers the scope, is ahead of the fold's cursor" +
-                (req.fold_cursor && !req.rebase ? " " + std::to_string(*req.fold_cursor) : "") +
-                " and is current (last look: " + reason + "); next look in " +
-                std::to_string(wait.count()) + " ms, giving up at " +
-                core::FormatTimeNs(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(give_up.time_since_epoch())
-                        .count()) +
-                " (repair timeout)");
+    std::string line = "restore attempt " + std::to_string(out->attempts) +
+                       ": waiting for an artifact of bucket " + ctx.source.bucket() + " at " +
+                       ctx.artifacts->location() +
+                       " that covers the scope, is ahead of the fold's cursor";
+    if (req.fold_cursor && !req.rebase) line += ' ' + std::to_string(*req.fold_cursor);
+    line += " and is current (last look: " + reason + "); next look in " +
+            std::to_string(wait.count()) + " ms, giving up at " +
+            core::FormatTimeNs(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(give_up.time_since_epoch())
+                    .count()) +
+            " (repair timeout)";
+    ctx.Log(LogLevel::kWarning, line);
     ctx.clock.SleepFor(wait, ctx.stop);
     if (ctx.stop.stop_requested()) {
       out->stopped = true;
