@@ -235,6 +235,44 @@ TEST_F(ArtifactTest, RoundTripIsIdentical) {
   EXPECT_EQ(meta.live_keys, src.live_keys);
 }
 
+// The eviction memo travels with the snapshot, and so does what it saw
+// (issue 30): a fold seeded from an artifact of a volume-evicting bucket
+// keeps the cause, through the manifest's wire form, in a memory fold and
+// in a RocksDB fold; a manifest an older kvfold wrote (the memo without a
+// cause) reads as a memo of unknown cause.
+TEST_F(ArtifactTest, TheEvictionMemoCarriesItsCauseIntoASeededFold) {
+  FoldCommit memo;
+  memo.eviction_observed = true;
+  memo.eviction_cause = "volume";
+  ASSERT_TRUE(source_->Commit(memo).ok());
+  ArtifactManifest m = Export();
+  auto read = ReadArtifactManifest(*to_, m.artifact_id, {});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->eviction_observed);
+  EXPECT_EQ(read->eviction_cause, "volume");
+
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(SeedFold(*fold, *to_, {}).ok());
+  EXPECT_TRUE(fold->ReadMeta()->eviction_observed);
+  EXPECT_EQ(fold->ReadMeta()->eviction_cause, "volume");
+  TestDir dir;
+  {
+    auto rocks = OpenRocksFold(dir.path() + "/fold");
+    ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+    ASSERT_TRUE(SeedFold(**rocks, *to_, {}).ok());
+  }
+  auto rocks = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+  EXPECT_TRUE((*rocks)->ReadMeta()->eviction_observed);
+  EXPECT_EQ((*rocks)->ReadMeta()->eviction_cause, "volume");
+
+  RewriteManifest(m.artifact_id, [](wire::Manifest* w) { w->clear_eviction_cause(); });
+  read = ReadArtifactManifest(*to_, m.artifact_id, {});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_TRUE(read->eviction_observed);
+  EXPECT_EQ(read->eviction_cause, kEvictionCauseUnknown);
+}
+
 // Into an empty RocksDB fold a seed stages every entry and commits them
 // with the cursor in one step (SST ingestion): the same fold as a seed
 // through commits, nothing staged left behind, and it survives a reopen.
