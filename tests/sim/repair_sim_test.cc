@@ -1080,6 +1080,49 @@ TEST(RepairSimTest, CursorOlderThanTheMarkerTtlIsRelistedNotResumed) {
   ExpectConverged(t.b, b);
 }
 
+// The relist's anchor is the server time read BEFORE its listing: a key
+// listed live that expires while the listing finishes has its marker
+// written after that read, and the resume must read the marker inside the
+// window of that read. Here the listing takes longer than the marker TTL
+// (the clock jumps between the listing and the read that ends it), so the
+// marker of ttl.x is gone by the time the watch reads on: anchored at the
+// listing's start the cursor is already outside the window and the watch
+// relists again (ttl.x is no longer listed); anchored at the end of the
+// listing it would resume, find nothing of ttl.x, and keep it forever.
+TEST(RepairSimTest, ARelistAnchorsAtTheServerTimeReadBeforeItsListing) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 10; ++i) t.b.Put("p." + std::to_string(i), "v");
+  t.b.PutWithTtl("ttl.x", "v", std::chrono::seconds(10));
+  Node b;
+  t.Start(b);
+  ASSERT_EQ(LiveEntries(*b.fold).count("ttl.x"), 1u);
+  for (int i = 0; i < 5; ++i) t.b.Put("q." + std::to_string(i), "v");
+  t.b.AdvanceTime(std::chrono::seconds(9));  // B down past the marker window; ttl.x still live
+
+  bool listing = false, slowed = false;
+  t.b.during_listing = [&] { listing = !slowed; };
+  t.b.on_read_stream = [&] {
+    if (!listing) return;
+    // The read that ends the first listing comes 3.2 s after it began:
+    // ttl.x (listed live) expired meanwhile and its marker expired too.
+    listing = false;
+    slowed = true;
+    t.b.AdvanceTime(std::chrono::milliseconds(3200));
+  };
+  WatchOptions o = t.Options();
+  RelistCounter relists;
+  relists.Arm(o);
+  Status s = RunNode(t.b, b, o);
+  t.b.during_listing = nullptr;
+  t.b.on_read_stream = nullptr;
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(slowed);
+  ASSERT_EQ(t.b.Truth(Scope()).count("ttl.x"), 0u);
+  ExpectConverged(t.b, b);
+  EXPECT_EQ(LiveEntries(*b.fold).count("ttl.x"), 0u);
+  EXPECT_EQ(relists.done, 2) << "the slow listing's anchor was outside the window at its end";
+}
+
 // The same on a bucket that also evicts by volume (max_msgs, discard old,
 // and it has evicted): there the listing is not the truth, so B, down past
 // the marker window, refuses without an artifact (fold untouched) and
