@@ -1188,6 +1188,69 @@ TEST(RepairSimTest, ANewFoldJoinsAQuietTtlBucketWithoutAnArtifact) {
   EXPECT_EQ(LiveEntries(*n.fold).size(), 10u);
 }
 
+// A restore whose stream stored something after the artifact's cursor
+// keeps the artifact's anchor: what was stored after it (here y's limit
+// marker, written before the restore) must still be read inside the window
+// of that anchor. Re-anchored at the restore's own check instead, the watch
+// would read on after y's marker expired and keep y forever. Here the
+// clock jumps as the watch opens its delivery after the restore: past the
+// marker's life, inside the window of the restore's check but not of the
+// artifact's anchor, so the watch must not read on.
+TEST(RepairSimTest, ARestoreBehindTheHeadKeepsTheArtifactsAnchor) {
+  TtlBucket t(std::chrono::seconds(4));  // marker window 3.6 s
+  t.b.SetMaxMsgs(40);
+  for (int i = 0; i < 20; ++i) t.b.Put("p." + std::to_string(i), "v");
+  Node a, b;
+  t.Start(a);
+  t.Start(b);
+  for (int step = 0; step < 10; ++step) {  // a stays up, b down from here
+    t.b.AdvanceTime(std::chrono::milliseconds(500));
+    ASSERT_TRUE(RunNode(t.b, a, t.Options()).ok());
+  }
+  const int64_t y_at = t.b.NowNs();
+  t.b.PutWithTtl("y", "v", std::chrono::milliseconds(500));
+  for (int i = 0; i < 30; ++i) t.b.Put("q." + std::to_string(i), "v");
+  ASSERT_GT(t.b.ReadStream()->first_seq, 1u) << "the volume limit has evicted";
+  ASSERT_TRUE(RunNode(t.b, a, t.Options()).ok());
+  ASSERT_EQ(LiveEntries(*a.fold).count("y"), 1u);
+  Artifacts arts;
+  arts.Export(*a.fold);
+  const int64_t anchor = a.fold->ReadMeta()->cursor_time_ns;
+  ASSERT_LE(anchor - y_at, int64_t{100000000}) << "the artifact is anchored before y expires";
+  // y expires at +0.5 s, its marker at +4.5 s; b restores at +3 s, inside
+  // the artifact's window, with y's marker in the stream after its cursor.
+  t.b.AdvanceTime(std::chrono::seconds(3));
+  ASSERT_EQ(t.b.Truth(Scope()).count("y"), 0u);
+
+  bool restored = false, jumped = false;
+  int64_t restored_anchor = 0;
+  WatchOptions o = t.Options();
+  o.artifacts = arts.source();
+  o.log = [&](std::string_view l) {
+    if (l.find("restore done") != std::string_view::npos) {
+      restored = true;
+      restored_anchor = b.fold->ReadMeta()->cursor_time_ns;
+    }
+  };
+  t.b.on_open = [&] {
+    if (!restored || jumped) return;
+    jumped = true;
+    t.b.AdvanceTime(std::chrono::seconds(2));  // y's marker is gone now
+  };
+  Status s = RunNode(t.b, b, o);
+  t.b.on_open = nullptr;
+  ASSERT_TRUE(restored) << s.ToString();
+  EXPECT_EQ(restored_anchor, anchor) << "the stream stored more after the artifact's cursor";
+  ASSERT_TRUE(jumped);
+  if (s.ok()) {
+    ExpectConverged(t.b, b);
+  } else {
+    EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  }
+  EXPECT_EQ(LiveEntries(*b.fold).count("y") == 1, !s.ok())
+      << "y is kept only by a watch that stopped: " << s.ToString();
+}
+
 // An idle mirror stays resumable: its probe re-anchors the cursor and the
 // anchor reaches the fold, so a restart after a quiet spell longer than
 // the marker TTL resumes without a repair.
