@@ -1407,6 +1407,36 @@ TEST(RepairSimTest, ARestoreWaitingForAnArtifactLooksAtMostOnceASecond) {
   EXPECT_TRUE(Logged(n, "giving up at")) << "says until when";
 }
 
+// The same when an artifact is there but outside a short marker window
+// (1 s TTL: a quarter of the window is 225 ms): the wait is capped by a
+// quarter of the window only down to a second, never below.
+TEST(RepairSimTest, ARestoreWaitingOutAStaleArtifactLooksAtMostOnceASecond) {
+  TtlBucket t(std::chrono::seconds(1));
+  t.b.SetMaxMsgs(10);
+  for (int i = 0; i < 30; ++i) t.b.Put("p." + std::to_string(i), "v");
+  Node a;
+  t.Start(a);
+  Artifacts arts;
+  arts.Export(*a.fold);
+  // Writes after its cursor, and time past its window: it never becomes usable.
+  for (int i = 0; i < 5; ++i) t.b.Put("q." + std::to_string(i), "v");
+  t.b.AdvanceTime(std::chrono::seconds(5));
+  Node n;
+  WatchOptions o = t.Options();
+  o.artifacts = arts.source();
+  o.repair_timeout = std::chrono::seconds(30);
+  const auto start = t.clock.Now();
+  Status s = RunNode(t.b, n, o);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  // The artifact was looked at and refused for its window.
+  EXPECT_NE(s.message().find("marker"), std::string::npos) << s.message();
+  const double secs = std::chrono::duration<double>(t.clock.Now() - start).count();
+  const uint64_t looks = n.metrics.Snapshot().restore_retries + 1;
+  EXPECT_GE(secs, 29.0);
+  // One a second, the first at once and the last at the deadline itself.
+  EXPECT_LE(static_cast<double>(looks), secs / 1.0 + 2) << looks << " looks in " << secs << " s";
+}
+
 // A marker keeps the TTL it was written with. The bucket's marker TTL is
 // raised while the node is down, after a key it holds expired and its
 // marker (on the old, short TTL) came and went: the node must measure its
