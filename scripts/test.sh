@@ -73,6 +73,14 @@ join_tiers() {
   done
   tiers=()
   if [ -n "$failed" ]; then
+    # A failed tier's log can be long and a CI page shows only its ends:
+    # repeat what failed (test names, sanitizer reports, assertion lines)
+    # last, where it is read.
+    for t in $failed; do
+      echo "test.sh: what failed in tier $t:"
+      grep -E -A12 '^\[  FAILED  \]|Failure$|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|test.sh: .* (not|failed|did not)' \
+        "$logs/$t.log" | head -80 | sed "s/^/[$t] /"
+    done
     echo "test.sh: FAILED:$failed" >&2
     exit 1
   fi

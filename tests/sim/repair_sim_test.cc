@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -1311,19 +1312,27 @@ TEST(RepairSimTest, StretchReadAfterTheMarkerTtlTripsTheFloorGuard) {
   // stall, and the run could end there, before it reads the stretch
   // (timing-dependent with a background committer). The watch runs until
   // it trips; a cursor that reaches "z" (no trip) stops it instead.
+  // The watch goes on for a few stream reads past "z": a relist that left
+  // the guard's trip standing would relist again at the next floor check
+  // (the counter ends such a watch after three and the count fails).
   WatchOptions o = t.Options();
   o.batch_size = 1;
   o.until_caught_up = false;
-  std::stop_source stop;
-  o.stop = stop.get_token();
+  RelistCounter relists;
+  relists.Arm(o);
+  std::atomic<bool> reached{false};
+  std::atomic<int> reads_after{0};
   o.on_applied = [&](uint64_t cursor) {
-    if (after != 0 && cursor >= after) stop.request_stop();
+    if (after != 0 && cursor >= after) reached = true;
+  };
+  t.b.on_read_stream = [&] {
+    if (reached && ++reads_after >= 3) relists.stop.request_stop();
   };
   Status s = RunNode(t.b, n, o, nullptr, stall);
   ASSERT_TRUE(stalled);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(Logged(n, "outside the marker window")) << "no trip logged";
-  EXPECT_TRUE(Logged(n, "relist done"));
+  EXPECT_EQ(relists.done, 1);
   EXPECT_GE(n.metrics.Snapshot().floor_guard_trips, 1u);
   ExpectConverged(t.b, n);
 }
