@@ -4,24 +4,31 @@
 
 #include "kvfold/artifact.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 #include <tuple>
 
 #include "artifact.pb.h"
 #include "artifact/chunk_codec.h"
+#include "artifact/file_ops.h"
 #include "artifact/manifest_codec.h"
+#include "artifact/pointer_codec.h"
 #include "artifact/signer.h"
 #include "core/pointer_rule.h"
 #include "fold_view.h"
+#include "kvfold/artifact_source.h"
 #include "pointer_race.h"
 #include "sim/fault_fold.h"
 #include "test_dir.h"
@@ -588,6 +595,109 @@ TEST_F(ArtifactTest, AnOlderExportNeverMovesThePointerBack) {
   EXPECT_EQ(*LatestArtifactId(*to_), newer.artifact_id);
 }
 
+// The latest pointer is a hint anyone who can write the location can
+// rewrite. One at or past the fold's cursor would make every export
+// "unchanged": it must name a valid artifact that agrees with it, or the
+// export replaces it (issue 36, item 3). Mutants export-trust-pointer and
+// pointer-keep-invalid leave the forged pointer in place.
+TEST_F(ArtifactTest, APointerThatNamesNoValidArtifactIsReplacedByTheNextExport) {
+  const ArtifactManifest real = Export();
+  struct Forgery {
+    std::string what;
+    ArtifactPointer pointer;
+  };
+  const uint64_t max = std::numeric_limits<uint64_t>::max();
+  for (const Forgery& f : std::vector<Forgery>{
+           {"no such artifact, highest cursor", {"forged", max, "cfg", real.stream_created}},
+           {"no such artifact, the fold's cursor",
+            {"forged", real.cursor, "cfg", real.stream_created}},
+           {"a real artifact, a cursor it does not have",
+            {real.artifact_id, real.cursor + 1000, "cfg", real.stream_created}},
+           {"another bucket's name on nothing", {"forged", max, "other", "x"}},
+       }) {
+    SCOPED_TRACE(f.what);
+    WriteFile(Path("LATEST"), artifact::EncodePointer(f.pointer));
+    std::string why;
+    ExportOptions o;
+    o.replaced_pointer = [&why](const std::string& w) { why = w; };
+    const ArtifactManifest next = Export(o);
+    ASSERT_FALSE(next.artifact_id.empty());
+    EXPECT_EQ(*LatestArtifactId(*to_), next.artifact_id);
+    EXPECT_NE(why.find("named artifact " + f.pointer.artifact_id), std::string::npos) << why;
+  }
+  // A valid artifact ahead of this fold (another node's) stops it, as before.
+  auto ahead = SourceFold(400);
+  auto m = ExportArtifact(*ahead, *to_, ExportOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto refused = ExportArtifact(*source_, *to_, ExportOptions{});
+  EXPECT_TRUE(refused.status().IsAlreadyExists()) << refused.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+}
+
+// Where the exporter signs, a pointer must name an artifact signed by its
+// key or a trusted one: an unsigned or stranger-signed one ahead of the
+// fold is replaced; one signed by a trusted key stays.
+TEST_F(ArtifactTest, ASigningExporterReplacesAPointerToAnArtifactItDoesNotTrust) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "exporter");
+  auto [other_priv, other_pub] = MakeKeyPair(dir_.path(), "peer");
+  auto [stranger_priv, stranger_pub] = MakeKeyPair(dir_.path(), "stranger");
+  ExportOptions mine;
+  mine.sign_key_file = priv;
+  mine.trusted_key_files = {other_pub};
+  auto ahead = SourceFold(400);
+  for (const std::string& key : {std::string(), stranger_priv}) {
+    SCOPED_TRACE(key.empty() ? "unsigned" : "a stranger's key");
+    ExportOptions theirs;
+    theirs.sign_key_file = key;
+    auto m = ExportArtifact(*ahead, *to_, theirs);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+    const ArtifactManifest replaced = Export(mine);
+    EXPECT_EQ(*LatestArtifactId(*to_), replaced.artifact_id);
+  }
+  ExportOptions peer;
+  peer.sign_key_file = other_priv;
+  auto m = ExportArtifact(*ahead, *to_, peer);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(ExportArtifact(*source_, *to_, mine).status().IsAlreadyExists());
+  EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+}
+
+// A restore or a seed that follows the pointer checks it against the
+// manifest it names (mutant reader-trust-pointer).
+TEST_F(ArtifactTest, ASeedRefusesAPointerThatDisagreesWithItsManifest) {
+  const ArtifactManifest real = Export();
+  WriteFile(Path("LATEST"), artifact::EncodePointer(ArtifactPointer{
+                                real.artifact_id, real.cursor + 1000, "cfg", real.stream_created}));
+  ExpectSeedRefused("was damaged or rewritten by hand");
+  auto source = NewArtifactSource(*to_, VerifyOptions{});
+  EXPECT_TRUE(source->Newest().status().IsCorruption());
+  SeedOptions named;
+  named.artifact_id = real.artifact_id;  // naming it explicitly still works
+  auto fold = NewMemoryFold();
+  EXPECT_TRUE(SeedFold(*fold, *to_, named).ok());
+}
+
+// Anyone who can open the directory's .lock can hold it: the pointer swap
+// waits a bounded time, then fails the round (the mirror's shutdown never
+// waits on it) and says how to find the holder.
+TEST(PointerLockTest, AHeldLockIsWaitedOnForABoundedTime) {
+  TestDir dir;
+  const std::string path = dir.path() + "/.lock";
+  const int held = ::open(path.c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto lock = artifact::PosixFileOps()->LockFile(path, std::chrono::milliseconds(200));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(lock.ok());
+  EXPECT_TRUE(lock.status().IsUnavailable()) << lock.status().ToString();
+  EXPECT_NE(lock.status().message().find("fuser"), std::string::npos);
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  ::close(held);  // released: taken at once
+  EXPECT_TRUE(artifact::PosixFileOps()->LockFile(path, std::chrono::milliseconds(200)).ok());
+}
+
 TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
   ArtifactPointer a{"a", 10, "b", "t1"};
   EXPECT_TRUE(core::CheckPointerAdvance(std::nullopt, a).ok());
@@ -611,6 +721,16 @@ TEST(PointerRuleTest, OnlyForwardWithinOneStream) {
   EXPECT_FALSE(core::CheckPointerAdvance(
                    a, ArtifactPointer{"b", 7, "b", "t2", ArtifactPointer::BeyondHead{"a", 8}})
                    .ok());
+  // One found to name no valid artifact is replaced whatever its cursor and
+  // bucket; only that very pointer (another exporter may have moved it).
+  auto instead_of = [](std::string invalid) {
+    ArtifactPointer p{"b", 3, "b", "t1"};
+    p.replaces_invalid = std::move(invalid);
+    return p;
+  };
+  EXPECT_TRUE(core::CheckPointerAdvance(a, instead_of("a")).ok());
+  EXPECT_TRUE(core::CheckPointerAdvance(ArtifactPointer{"a", 99, "x", "t9"}, instead_of("a")).ok());
+  EXPECT_TRUE(core::CheckPointerAdvance(a, instead_of("other")).IsAlreadyExists());
 }
 
 // Two exporters race on one directory: the pointer ends at the highest

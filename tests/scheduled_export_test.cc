@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,43 @@ TEST_F(ScheduledExportTest, ARoundWritesOnlyWhenTheFoldMovedAndCountsEveryOutcom
   // The failure was said, as a warning naming its cause.
   ASSERT_FALSE(log_.empty());
   EXPECT_NE(log_.back().find("lease: "), std::string::npos) << log_.back();
+}
+
+// A round that finds a valid artifact ahead of its fold says so (outcome
+// pointer_ahead, one warning per streak) instead of "unchanged", which
+// counts as fresh; one whose pointer names nothing valid replaces it and
+// says what was wrong (issue 36, item 3).
+TEST_F(ScheduledExportTest, APointerAheadIsItsOwnOutcomeAndAForgedOneIsReplaced) {
+  auto exporter = Make();
+  ASSERT_NE(exporter, nullptr);
+  ASSERT_EQ(exporter->RunRound().outcome, ExportOutcome::kWritten);
+  // Another node's fold, further on, exports to the same location.
+  auto other = NewMemoryFold();
+  std::swap(fold_, other);
+  CommitThrough(20);
+  std::swap(fold_, other);
+  auto ahead = ExportArtifact(*other, *to_, ExportOptions{});
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  log_.clear();
+  for (int i = 0; i < 3; ++i) {
+    ScheduledExport::Round r = exporter->RunRound();
+    EXPECT_EQ(r.outcome, ExportOutcome::kPointerAhead) << r.status.ToString();
+  }
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_NE(log_[0].find("ahead of this fold's cursor 10"), std::string::npos) << log_[0];
+  EXPECT_EQ(metrics_.Snapshot().pointer_ahead, 3u);
+  EXPECT_EQ(metrics_.Snapshot().unchanged, 0u);
+  // The pointer rewritten by hand to name nothing, at the highest cursor.
+  log_.clear();
+  std::ofstream(dir_.path() + "/arts/LATEST", std::ios::trunc)
+      << R"({"artifact":"nothing","cursor":18446744073709551615,"bucket":"cfg",)"
+      << R"("stream_created":"2026-01-01T00:00:00Z"})";
+  ScheduledExport::Round r = exporter->RunRound();
+  ASSERT_EQ(r.outcome, ExportOutcome::kWritten) << r.status.ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), r.written->artifact_id);
+  ASSERT_FALSE(log_.empty());
+  EXPECT_NE(log_[0].find("replaced the latest pointer"), std::string::npos) << log_[0];
+  EXPECT_NE(log_[0].find("artifact nothing"), std::string::npos) << log_[0];
 }
 
 TEST_F(ScheduledExportTest, KeepPrunesAfterEachArtifactWritten) {

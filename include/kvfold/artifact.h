@@ -107,6 +107,17 @@ struct ExportOptions {
   // is lower (artifacts/FORMAT.md, "Latest pointer"). Default: none (the
   // pointer only moves to a higher cursor).
   std::function<StatusOr<uint64_t>()> stream_last_seq;
+  // The latest pointer is a hint: one at or past this fold's cursor, which
+  // would make this export "unchanged", must name a valid artifact (its
+  // manifest reads, verifies and agrees with the pointer). Where this
+  // exporter signs (sign_key_file) or names trusted keys here, the manifest
+  // must also be signed by its key or one of these (PEM files with Ed25519
+  // public keys). A pointer that fails is replaced by this export whatever
+  // its cursor. Default: none.
+  std::vector<std::string> trusted_key_files;
+  // Called after this export replaced a latest pointer that named no valid
+  // artifact, with what was wrong with it. Default: none.
+  std::function<void(const std::string& why)> replaced_pointer;
   // For reproducible artifacts (golden files) only: a fixed id and time.
   std::string fixed_artifact_id;
   int64_t fixed_created_unix_ms = 0;
@@ -115,9 +126,9 @@ struct ExportOptions {
 // Exports one consistent view of `fold` (entries, cursor and metadata from
 // one snapshot) to `to`: chunks first, the manifest last, then the pointer.
 // FailedPrecondition when the fold has no cursor, bucket or scope.
-// AlreadyExists when the pointer already names an artifact at or beyond
-// this cursor (and, with ExportOptions::stream_last_seq, not beyond the
-// stream's head): checked before writing anything, and again when moving the
+// AlreadyExists when the pointer already names a valid artifact at or
+// beyond this cursor (and, with ExportOptions::stream_last_seq, not beyond
+// the stream's head): checked before writing anything, and again when moving the
 // pointer (another exporter may win in between; the artifact written is
 // then left for prune). Keys an artifact cannot hold are skipped (see
 // ExportOptions::skipped_key). InvalidArgument when one value is too large

@@ -7,6 +7,7 @@
 #define KVFOLD_LEASE_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,15 +16,26 @@
 
 namespace kvfold {
 
+struct LeaseOptions {
+  // Told when a lease is taken over from another holder because its expiry
+  // lies further ahead than any node sets (a few periods): a squatted
+  // lease, or a holder whose clock is far off. Default: none.
+  std::function<void(const std::string& line)> warn;
+};
+
 class ExportLease {
  public:
   // Connects and creates the KV bucket `lease_bucket` when missing.
   static StatusOr<std::unique_ptr<ExportLease>> Open(const ConnectOptions& connect,
-                                                     const std::string& lease_bucket);
+                                                     const std::string& lease_bucket,
+                                                     LeaseOptions options = {});
   virtual ~ExportLease() = default;
 
   // True when `holder` now holds `key` until now + ttl: the key was free,
-  // expired, or already held by `holder`, and no other node won the swap.
+  // expired, already held by `holder`, or held by another until further
+  // ahead than 4 × ttl + 1 minute (no holder sets that: squatted), and no
+  // other node won the swap. Nodes that share a lease should share their
+  // period too (within a factor of 4).
   // Corruption when the key holds a value that is not a lease (deleting the
   // key frees it); Unavailable when the server does not answer.
   virtual StatusOr<bool> TryAcquire(const std::string& key, const std::string& holder,

@@ -39,16 +39,18 @@ namespace kvfold {
 
 // What one round did.
 enum class ExportOutcome {
-  kWritten,    // this node won the lease and published an artifact
-  kUnchanged,  // this node won the lease; nothing newer than the latest artifact
-  kOtherNode,  // another node holds the lease this round
-  kFailed,     // the lease, the export or its publication failed
+  kWritten,       // this node won the lease and published an artifact
+  kUnchanged,     // this node won the lease; the latest artifact is this fold's state
+  kPointerAhead,  // this node won the lease; the latest pointer names a valid
+                  // artifact ahead of this fold (another node's, or this fold lags)
+  kOtherNode,     // another node holds the lease this round
+  kFailed,        // the lease, the export or its publication failed
 };
 std::string_view ExportOutcomeName(ExportOutcome outcome);  // "written", ...
 
 // The schedule's counters, as ExportMetrics::Snapshot reads them.
 struct ExportStats {
-  uint64_t written = 0, unchanged = 0, other_node = 0, failed = 0;
+  uint64_t written = 0, unchanged = 0, pointer_ahead = 0, other_node = 0, failed = 0;
   // The last artifact this node wrote: its cursor, and how long ago.
   std::optional<uint64_t> last_cursor;
   std::optional<double> last_age_seconds;
@@ -78,6 +80,10 @@ struct ScheduledExportOptions {
   std::string exporter_id;
   // PEM Ed25519 private key to sign each manifest. Default: none.
   std::string sign_key_file;
+  // PEM Ed25519 public keys whose artifacts a latest pointer may name
+  // besides this exporter's own (ExportOptions::trusted_key_files): a
+  // pointer naming one signed by no such key is replaced. Default: none.
+  std::vector<std::string> trusted_key_files;
   // After each artifact written, prune to the newest `keep`, but never one
   // younger than `keep_younger_than` (see PruneOptions). Default: 0, no prune.
   size_t keep = 0;
@@ -108,7 +114,7 @@ class ScheduledExport {
 
   struct Round {
     ExportOutcome outcome = ExportOutcome::kFailed;
-    Status status;                            // why, when kFailed
+    Status status;                            // why, when kFailed or kPointerAhead
     std::optional<ArtifactManifest> written;  // when kWritten
   };
   // One round now: the lease, the export, the prune (a failed prune is a
@@ -128,6 +134,7 @@ class ScheduledExport {
   ExportLease& lease_;
   Transport& to_;
   const ScheduledExportOptions opt_;
+  bool pointer_ahead_ = false;  // the last round's outcome was kPointerAhead
 };
 
 }  // namespace kvfold

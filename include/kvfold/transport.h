@@ -42,6 +42,13 @@ struct ArtifactPointer {
     uint64_t stream_last_seq = 0;
   };
   std::optional<BeyondHead> replaces = std::nullopt;
+  // Not stored either: the id of a latest pointer this exporter read and
+  // found to name no valid artifact (no manifest, a damaged one, one that
+  // disagrees with the pointer, or one not signed by a key this exporter
+  // trusts). A pointer is a hint anyone who can write the location can
+  // forge; such a one is replaced whatever its cursor, and only that very
+  // pointer. See artifacts/FORMAT.md, "Latest pointer".
+  std::optional<std::string> replaces_invalid = std::nullopt;
 
   // The stored fields only.
   friend bool operator==(const ArtifactPointer& a, const ArtifactPointer& b) {

@@ -30,6 +30,14 @@ Status ReadChunk(Transport& from, const ArtifactManifest& manifest, size_t index
 // bucket would let the fold accept any bucket.
 Status CheckRestorable(const ArtifactManifest& manifest);
 
+// The manifest the latest pointer of `from` names, read and verified as
+// `options` says, restorable (CheckRestorable, declared above), and
+// checked against the pointer (cursor, bucket, stream
+// identity): a pointer is a hint anyone who can write the location can
+// rewrite. NotFound when nothing was published; Corruption naming both
+// when they disagree.
+StatusOr<ArtifactManifest> ReadLatestManifest(Transport& from, const VerifyOptions& options);
+
 // Every chunk in order; then checks the total entry count.
 Status ReadAllChunks(Transport& from, const ArtifactManifest& manifest, const RecordFn& fn,
                      const ArtifactProgressFn& progress);

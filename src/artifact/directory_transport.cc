@@ -1,6 +1,7 @@
 #include "artifact/directory_transport.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -13,6 +14,11 @@ namespace kvfold::artifact {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Another exporter holds the pointer's lock for a read and a write; one
+// held longer is held by something else, and the round fails (and the
+// mirror's shutdown never waits on it) rather than waiting forever.
+constexpr std::chrono::milliseconds kPointerLockTimeout{10000};
 
 // Makes the directories in `created` durable: each is an entry of its
 // parent, durable once the parent is synced. Syncing only the innermost
@@ -125,7 +131,7 @@ class DirectoryTransport final : public Transport {
 
   Status AdvancePointer(const ArtifactPointer& next) override {
     // The read-check-write below must not interleave with another exporter's.
-    auto lock = ops_->LockFile((root_ / ".lock").string());
+    auto lock = ops_->LockFile((root_ / ".lock").string(), kPointerLockTimeout);
     if (!lock.ok()) return lock.status();
     auto current = ReadPointer();
     if (!current.ok()) return current.status();

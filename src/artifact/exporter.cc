@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -199,11 +200,50 @@ Status ChunkWriter::Finish(bool publish_last) {
   return s.ok() ? last : s;
 }
 
-// The manifest after its chunks, signed when `signer`; then the pointer
-// (replacing one beyond the stream's head when `replaces`).
+// Why the latest pointer `p` names no valid artifact, or nullopt when it
+// names one: its manifest reads, verifies and agrees with the pointer, and
+// where this exporter signs or trusts keys, one of them signed it. An
+// error that proves nothing either way (the store unreachable, an I/O
+// error) is returned as such: the round fails and the pointer stays.
+StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const ArtifactPointer& p,
+                                                         const ExportOptions& options,
+                                                         const artifact::SigningKey* signer) {
+  using Why = std::optional<std::string>;
+  if (KVFOLD_MUTANT("export-trust-pointer")) return Why();
+  auto m = ReadArtifactManifest(to, p.artifact_id, VerifyOptions{});
+  if (!m.ok()) {
+    const Status& s = m.status();
+    if (s.IsNotFound() || s.IsCorruption() || s.IsInvalidArgument() || s.IsFailedPrecondition()) {
+      return Why(s.message());
+    }
+    return s;
+  }
+  if (m->cursor != p.cursor || m->bucket != p.bucket || m->stream_created != p.stream_created) {
+    return Why("its manifest records cursor " + std::to_string(m->cursor) + " of bucket " +
+               m->bucket + " (stream created " + m->stream_created + "), the pointer cursor " +
+               std::to_string(p.cursor) + " of bucket " + p.bucket + " (stream created " +
+               p.stream_created + ")");
+  }
+  if (signer == nullptr && options.trusted_key_files.empty()) return Why();
+  std::vector<std::string> keys;
+  if (signer != nullptr) keys.push_back(signer->public_key());
+  for (const auto& f : options.trusted_key_files) {
+    auto key = artifact::LoadPublicKey(f);
+    if (!key.ok()) return key.status();
+    keys.push_back(*key);
+  }
+  if (!m->is_signed) return Why("its manifest is unsigned, and this exporter signs");
+  if (std::find(keys.begin(), keys.end(), m->signer_public_key) == keys.end()) {
+    return Why("its manifest is signed by key " + artifact::HexEncode(m->signer_public_key) +
+               ", neither this exporter's nor a trusted one");
+  }
+  return Why();
+}
+
+// The manifest after its chunks, signed when `signer`; then the pointer,
+// with `next`'s permission to replace the current one.
 Status PublishManifest(Transport& to, const ExportOptions& options,
-                       const artifact::SigningKey* signer,
-                       const std::optional<ArtifactPointer::BeyondHead>& replaces,
+                       const artifact::SigningKey* signer, const ArtifactPointer& next,
                        ArtifactManifest* m) {
   ::kvfold::wire::ManifestEnvelope envelope;
   envelope.set_manifest(artifact::ToProto(*m).SerializeAsString());
@@ -218,11 +258,10 @@ Status PublishManifest(Transport& to, const ExportOptions& options,
   KVFOLD_RETURN_IF_ERROR(
       to.Put(m->artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
   if (!options.advance_pointer) return Status::OK();
-  return to
-      .AdvancePointer(
-          ArtifactPointer{m->artifact_id, m->cursor, m->bucket, m->stream_created, replaces})
-      .WithContext("artifact " + m->artifact_id + " was written to " + to.location() +
-                   " but not made the latest");
+  ArtifactPointer pointer = next;
+  pointer.artifact_id = m->artifact_id;
+  return to.AdvancePointer(pointer).WithContext("artifact " + m->artifact_id + " was written to " +
+                                                to.location() + " but not made the latest");
 }
 
 }  // namespace
@@ -245,20 +284,35 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     return Status::FailedPrecondition(
         "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
   }
-  std::optional<ArtifactPointer::BeyondHead> replaces;
+  ArtifactPointer next{"(this export)", *meta.cursor, meta.bucket, meta.stream_created};
+  std::string invalid_why;
   if (options.advance_pointer) {
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
-    if (*pointer && (**pointer).cursor > *meta.cursor && options.stream_last_seq) {
+    if (*pointer && (**pointer).cursor >= *meta.cursor) {
+      // A pointer that would stop this export must name a valid artifact:
+      // anyone who can write the location can write the pointer.
+      auto why = WhyPointerIsInvalid(to, **pointer, options, signer.get());
+      if (!why.ok()) {
+        return why.status().WithContext("checking artifact " + (**pointer).artifact_id +
+                                        ", which the latest pointer names");
+      }
+      if (*why) {
+        next.replaces_invalid = (**pointer).artifact_id;
+        invalid_why = "the latest pointer at " + to.location() + " named artifact " +
+                      (**pointer).artifact_id + " at cursor " + std::to_string((**pointer).cursor) +
+                      ", which is not valid: " + **why;
+      }
+    }
+    if (!next.replaces_invalid && *pointer && (**pointer).cursor > *meta.cursor &&
+        options.stream_last_seq) {
       // Read after the pointer: a pointer beyond it names another history.
       auto head = options.stream_last_seq();
       if (!head.ok()) return head.status().WithContext("reading the stream's last sequence");
-      if ((**pointer).cursor > *head) replaces = {(**pointer).artifact_id, *head};
+      if ((**pointer).cursor > *head) next.replaces = {(**pointer).artifact_id, *head};
     }
-    Status advance = core::CheckPointerAdvance(
-        *pointer,
-        ArtifactPointer{"(this export)", *meta.cursor, meta.bucket, meta.stream_created, replaces});
+    Status advance = core::CheckPointerAdvance(*pointer, next);
     if (advance.IsAlreadyExists() && (**pointer).cursor == *meta.cursor) {
       // The answer vouches that the latest artifact is current. The
       // pointer may be one an earlier attempt left behind a failed fsync:
@@ -288,7 +342,8 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     chunks.RemovePublished();
     return inner;
   }
-  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), replaces, &m));
+  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), next, &m));
+  if (!invalid_why.empty() && options.replaced_pointer) options.replaced_pointer(invalid_why);
   return m;
 }
 

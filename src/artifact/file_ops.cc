@@ -4,11 +4,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace kvfold::artifact {
 namespace {
@@ -153,12 +156,26 @@ class PosixOps final : public FileOps {
     return FileKind::kOther;
   }
 
-  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override {
+  StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path,
+                                               std::chrono::milliseconds timeout) override {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
     if (fd < 0) return Errno("opening " + path);
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        Status s = Errno("locking " + path);
+    // Polled, not blocking: flock has no timeout, and anyone who can open
+    // the file can hold it forever.
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::milliseconds(1);
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(50));
+      } else if (errno != EINTR) {
+        Status s =
+            errno == EWOULDBLOCK
+                ? Status::Unavailable(
+                      "another process has held the lock " + path + " for over " +
+                      std::to_string(timeout.count()) +
+                      " ms (a pointer swap takes milliseconds): find it with `fuser " + path + "`")
+                : Errno("locking " + path);
         ::close(fd);
         return s;
       }

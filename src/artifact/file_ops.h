@@ -11,6 +11,7 @@
 #ifndef KVFOLD_ARTIFACT_FILE_OPS_H_
 #define KVFOLD_ARTIFACT_FILE_OPS_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -75,8 +76,10 @@ class FileOps {
   virtual StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) = 0;
   virtual StatusOr<FileKind> Kind(const std::string& path) = 0;
   // Creates `path` if missing and takes an exclusive lock on it (flock),
-  // waiting for another holder to release it.
-  virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  // waiting up to `timeout` for another holder to release it; Unavailable
+  // after that.
+  virtual StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path,
+                                                       std::chrono::milliseconds timeout) = 0;
 };
 
 // The real file system. Process-wide, never destroyed.

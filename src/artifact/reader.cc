@@ -91,6 +91,32 @@ StatusOr<std::string> LatestArtifactId(Transport& from) {
 
 namespace artifact {
 
+StatusOr<ArtifactManifest> ReadLatestManifest(Transport& from, const VerifyOptions& options) {
+  auto p = from.ReadPointer();
+  if (!p.ok()) return p.status();
+  if (!*p) return Status::NotFound("no artifact has been published at " + from.location());
+  const ArtifactPointer& pointer = **p;
+  auto m = ReadArtifactManifest(from, pointer.artifact_id, options);
+  if (!m.ok()) {
+    return m.status().WithContext("the latest pointer at " + from.location() + " names artifact " +
+                                  pointer.artifact_id);
+  }
+  // What the manifest lacks is said first: an empty bucket is no mismatch.
+  KVFOLD_RETURN_IF_ERROR(CheckRestorable(*m));
+  if ((m->cursor != pointer.cursor || m->bucket != pointer.bucket ||
+       m->stream_created != pointer.stream_created) &&
+      !KVFOLD_MUTANT("reader-trust-pointer")) {
+    return Status::Corruption(
+        "the latest pointer at " + from.location() + " names artifact " + pointer.artifact_id +
+        " at cursor " + std::to_string(pointer.cursor) + " of bucket " + pointer.bucket +
+        ", but its manifest records cursor " + std::to_string(m->cursor) + " of bucket " +
+        m->bucket + " (stream created " + m->stream_created +
+        "): the pointer was damaged or rewritten by hand. An exporter's next round "
+        "replaces it; meanwhile name an artifact explicitly");
+  }
+  return m;
+}
+
 Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
                  std::string* previous_key, const RecordFn& fn, uint64_t* stored_bytes) {
   const ArtifactChunk& c = m.chunks[index];

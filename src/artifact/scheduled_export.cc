@@ -10,6 +10,8 @@ std::string_view ExportOutcomeName(ExportOutcome outcome) {
       return "written";
     case ExportOutcome::kUnchanged:
       return "unchanged";
+    case ExportOutcome::kPointerAhead:
+      return "pointer_ahead";
     case ExportOutcome::kOtherNode:
       return "other_node";
     case ExportOutcome::kFailed:
@@ -28,6 +30,9 @@ void ExportMetrics::Record(ExportOutcome outcome, uint64_t cursor) {
       break;
     case ExportOutcome::kUnchanged:
       ++counts_.unchanged;
+      break;
+    case ExportOutcome::kPointerAhead:
+      ++counts_.pointer_ahead;
       break;
     case ExportOutcome::kOtherNode:
       ++counts_.other_node;
@@ -82,6 +87,12 @@ ScheduledExport::Round ScheduledExport::RunRound() {
   if (round.outcome == ExportOutcome::kFailed) {
     Log(LogLevel::kWarning, "export: " + round.status.ToString());
   }
+  // Once per streak: a pointer ahead of this fold is a lag here or an
+  // exporter elsewhere, and says so until this fold passes it.
+  if (round.outcome == ExportOutcome::kPointerAhead && !pointer_ahead_) {
+    Log(LogLevel::kWarning, "export: " + round.status.message());
+  }
+  pointer_ahead_ = round.outcome == ExportOutcome::kPointerAhead;
   return round;
 }
 
@@ -111,6 +122,10 @@ ScheduledExport::Round ScheduledExport::Attempt() {
   options.exporter_id = opt_.exporter_id;
   options.sign_key_file = opt_.sign_key_file;
   options.stream_last_seq = opt_.stream_last_seq;
+  options.trusted_key_files = opt_.trusted_key_files;
+  options.replaced_pointer = [this](const std::string& why) {
+    Log(LogLevel::kWarning, "export: replaced the latest pointer: " + why);
+  };
   uint64_t skipped = 0;
   options.skipped_key = [&](std::string_view key, const Status& why) {
     if (skipped++ == 0) {
@@ -121,7 +136,23 @@ ScheduledExport::Round ScheduledExport::Attempt() {
   if (skipped > 1) {
     Log(LogLevel::kWarning, "export: left out " + std::to_string(skipped) + " keys in all");
   }
-  if (m.status().IsAlreadyExists()) return RoundOf(ExportOutcome::kUnchanged);
+  if (m.status().IsAlreadyExists()) {
+    // The export found the pointer valid and at or past the fold's cursor.
+    auto meta = fold_.ReadMeta();
+    auto pointer = to_.ReadPointer();
+    if (meta.ok() && meta->cursor && pointer.ok() && *pointer &&
+        (**pointer).cursor > *meta->cursor) {
+      return RoundOf(
+          ExportOutcome::kPointerAhead,
+          Status::AlreadyExists("the latest pointer at " + to_.location() + " names artifact " +
+                                (**pointer).artifact_id + " at cursor " +
+                                std::to_string((**pointer).cursor) +
+                                ", ahead of this fold's cursor " + std::to_string(*meta->cursor) +
+                                ": exports wait until this fold passes it (another node exported "
+                                "further, or this fold lags)"));
+    }
+    return RoundOf(ExportOutcome::kUnchanged);
+  }
   if (!m.ok()) return Failed(m.status());
   Log(LogLevel::kInfo, "export: wrote artifact " + m->artifact_id + " (cursor " +
                            std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +

@@ -92,12 +92,9 @@ StatusOr<ArtifactManifest> Seed::ChooseArtifact() {
     }
     id_ = meta_.seeding;
   }
-  if (id_.empty()) {
-    auto latest = LatestArtifactId(from_);
-    if (!latest.ok()) return latest.status();
-    id_ = *latest;
-  }
-  auto manifest = ReadArtifactManifest(from_, id_, options_.verify);
+  auto manifest = id_.empty() ? artifact::ReadLatestManifest(from_, options_.verify)
+                              : ReadArtifactManifest(from_, id_, options_.verify);
+  if (manifest.ok()) id_ = manifest->artifact_id;
   if (!manifest.ok()) {
     if (unfinished_ && !discard_ && manifest.status().IsNotFound()) {
       return Status::NotFound("the fold holds an unfinished seed from artifact " + id_ +

@@ -39,9 +39,11 @@ double D(uint64_t v) { return static_cast<double>(v); }
 // The scheduled export's families (only when the mirror exports).
 void ExportFamilies(const ExportStats& e, std::string* out) {
   Family f(out, "kvfold_exports_total", "counter",
-           "Scheduled export rounds by outcome (other_node: another node held the lease).");
+           "Scheduled export rounds by outcome (other_node: another node held the lease; "
+           "pointer_ahead: the latest artifact is ahead of this fold).");
   f.Sample(D(e.written), Label("outcome", "written"));
   f.Sample(D(e.unchanged), Label("outcome", "unchanged"));
+  f.Sample(D(e.pointer_ahead), Label("outcome", "pointer_ahead"));
   f.Sample(D(e.other_node), Label("outcome", "other_node"));
   f.Sample(D(e.failed), Label("outcome", "failed"));
   if (e.last_age_seconds) {

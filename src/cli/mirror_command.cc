@@ -81,6 +81,7 @@ ScheduledExportOptions ExportOptionsOf(const MirrorFlags& f, std::chrono::millis
   options.bucket = f.bucket;
   options.every = every;
   options.sign_key_file = f.sign_key;
+  options.trusted_key_files = f.trusted_keys;
   options.keep = f.keep;
   options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
   options.metrics = metrics;
@@ -99,7 +100,9 @@ StatusOr<ExportSetup> OpenExportSetup(const MirrorFlags& f, const ScheduledExpor
   // The flags set every option but the key: only the key can fail here.
   KVFOLD_RETURN_IF_ERROR(ScheduledExport::Check(options).WithContext("--sign-key"));
   ExportSetup setup;
-  auto lease = ExportLease::Open(f.connect, f.lease_bucket);
+  auto lease = ExportLease::Open(
+      f.connect, f.lease_bucket,
+      LeaseOptions{.warn = [](const std::string& line) { Log().Log(LogLevel::kWarning, line); }});
   if (!lease.ok()) return lease.status().WithContext("--lease-bucket");
   setup.lease = std::move(lease).value();
   // Missing rights fail now, not at the first round.

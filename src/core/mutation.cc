@@ -76,6 +76,10 @@ constexpr const char* kKnown[] = {
     "repair-hook-before-reads",  // relist/restore: the hook sees a change before its batch's reads
     "export-drop-odd-keys",      // export: a key that is no valid KV key is left out
     "pointer-keep-beyond-head",  // pointer rule: a pointer beyond the stream's head stays
+    "pointer-keep-invalid",      // pointer rule: a pointer naming no valid artifact stays
+    "export-trust-pointer",      // export: a pointer ahead of the fold is taken unchecked
+    "reader-trust-pointer",      // restore/seed: a pointer disagreeing with its manifest is taken
+    "lease-trust-far-expiry",    // lease: a lease expiring years ahead is honoured
     "s3-bare-404-no-bucket",     // S3: a bare 404 to HEAD of the bucket counts as no bucket
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes

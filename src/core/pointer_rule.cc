@@ -7,6 +7,11 @@ namespace kvfold::core {
 Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,
                            const ArtifactPointer& next) {
   if (!current || KVFOLD_MUTANT("pointer-any-direction")) return Status::OK();
+  // Read and found wanting by this exporter, and still the pointer now.
+  if (next.replaces_invalid && *next.replaces_invalid == current->artifact_id &&
+      !KVFOLD_MUTANT("pointer-keep-invalid")) {
+    return Status::OK();
+  }
   if (current->bucket != next.bucket || current->stream_created != next.stream_created) {
     return Status::FailedPrecondition(
         "the latest pointer names artifact " + current->artifact_id + " of bucket " +

@@ -16,8 +16,9 @@
 namespace kvfold::core {
 
 // OK when `next` may replace `current` (nullopt: no pointer yet): a higher
-// cursor, or `next.replaces` names `current` and says its cursor is beyond
-// the stream's last sequence, which `next` is not;
+// cursor; or `next.replaces` names `current` and says its cursor is beyond
+// the stream's last sequence, which `next` is not; or
+// `next.replaces_invalid` names `current` (whatever its cursor and bucket);
 // AlreadyExists when `current` is at the same or a higher cursor otherwise;
 // FailedPrecondition when they are of different buckets or streams.
 Status CheckPointerAdvance(const std::optional<ArtifactPointer>& current,

@@ -1,6 +1,7 @@
 #include "kvfold/lease.h"
 
 #include "core/json_fields.h"
+#include "core/mutation.h"
 #include "kvfold/scope.h"
 #include "nats/kv_subjects.h"
 #include "nats/lease_record.h"
@@ -27,6 +28,16 @@ StatusOr<LeaseRecord> DecodeLeaseRecord(std::string_view data, const std::string
   return lease;
 }
 
+LeaseState StateOf(const LeaseRecord& lease, const std::string& asker, int64_t now_ms,
+                   int64_t ttl_ms) {
+  if (lease.holder == asker || lease.expires_unix_ms <= now_ms) return LeaseState::kFree;
+  if (lease.expires_unix_ms - now_ms > kMaxLeasePeriods * ttl_ms + kLeaseClockSkewMs &&
+      !KVFOLD_MUTANT("lease-trust-far-expiry")) {
+    return LeaseState::kImplausible;
+  }
+  return LeaseState::kHeld;
+}
+
 }  // namespace nats
 
 namespace {
@@ -41,8 +52,12 @@ int64_t NowMs() {
 
 class NatsExportLease final : public ExportLease {
  public:
-  NatsExportLease(std::shared_ptr<nats::NatsConnection> conn, std::string bucket)
-      : conn_(std::move(conn)), bucket_(std::move(bucket)), stream_(nats::StreamName(bucket_)) {}
+  NatsExportLease(std::shared_ptr<nats::NatsConnection> conn, std::string bucket,
+                  LeaseOptions options)
+      : conn_(std::move(conn)),
+        bucket_(std::move(bucket)),
+        stream_(nats::StreamName(bucket_)),
+        options_(std::move(options)) {}
 
   Status Init() {
     json cfg = {{"name", stream_},       {"subjects", {nats::SubjectPrefix(bucket_) + ">"}},
@@ -67,8 +82,22 @@ class NatsExportLease final : public ExportLease {
         auto lease =
             nats::DecodeLeaseRecord((*current)->data, "lease key " + key + " in bucket " + bucket_);
         if (!lease.ok()) return lease.status();
-        if (lease->holder != holder && lease->expires_unix_ms > NowMs()) {
-          return false;  // someone else holds it this round
+        const int64_t now = NowMs();
+        switch (nats::StateOf(*lease, holder, now, ttl.count())) {
+          case nats::LeaseState::kHeld:
+            return false;  // someone else holds it this round
+          case nats::LeaseState::kImplausible:
+            if (options_.warn) {
+              options_.warn("lease key " + key + " in bucket " + bucket_ + " is held by \"" +
+                            lease->holder + "\" for " +
+                            std::to_string((lease->expires_unix_ms - now) / 1000) +
+                            " s more, beyond any holder's period (at most " +
+                            std::to_string(nats::kMaxLeasePeriods) +
+                            " of this node's, plus a minute of clock skew): taking it over");
+            }
+            break;
+          case nats::LeaseState::kFree:
+            break;
         }
       }
     }
@@ -92,16 +121,18 @@ class NatsExportLease final : public ExportLease {
   std::shared_ptr<nats::NatsConnection> conn_;
   std::string bucket_;
   std::string stream_;
+  LeaseOptions options_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<ExportLease>> ExportLease::Open(const ConnectOptions& connect,
-                                                         const std::string& lease_bucket) {
+                                                         const std::string& lease_bucket,
+                                                         LeaseOptions options) {
   KVFOLD_RETURN_IF_ERROR(ValidateBucketName(lease_bucket).WithContext("lease bucket"));
   auto conn = nats::NatsConnection::Connect(connect);
   if (!conn.ok()) return conn.status();
-  auto lease = std::make_unique<NatsExportLease>(*conn, lease_bucket);
+  auto lease = std::make_unique<NatsExportLease>(*conn, lease_bucket, std::move(options));
   KVFOLD_RETURN_IF_ERROR(lease->Init());
   return std::unique_ptr<ExportLease>(std::move(lease));
 }

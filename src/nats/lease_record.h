@@ -18,6 +18,20 @@ struct LeaseRecord {
 
 std::string EncodeLeaseRecord(const LeaseRecord& lease);
 
+enum class LeaseState {
+  kFree,         // expired, or held by the asker
+  kHeld,         // another holder's, for at most a few periods more
+  kImplausible,  // another holder's, expiring further ahead than any node
+                 // sets: squatted (or a clock far off); taken over
+};
+// How `lease` stands for `asker` at `now_ms`, asking for `ttl`: a holder sets
+// now + its own period, so an expiry beyond kMaxLeasePeriods of `ttl` (plus
+// kLeaseClockSkew for clocks that differ) is no holder's.
+inline constexpr int kMaxLeasePeriods = 4;
+inline constexpr int64_t kLeaseClockSkewMs = 60'000;
+LeaseState StateOf(const LeaseRecord& lease, const std::string& asker, int64_t now_ms,
+                   int64_t ttl_ms);
+
 // Corruption naming `what` when `data` is not a JSON object with a string
 // "holder" and an integer "expires_unix_ms".
 StatusOr<LeaseRecord> DecodeLeaseRecord(std::string_view data, const std::string& what);

@@ -16,9 +16,7 @@ class TransportArtifactSource final : public ArtifactSource {
   const std::string& location() const override { return from_.location(); }
 
   StatusOr<ArtifactManifest> Newest() override {
-    auto id = LatestArtifactId(from_);
-    if (!id.ok()) return id.status();
-    return ReadArtifactManifest(from_, *id, verify_);
+    return artifact::ReadLatestManifest(from_, verify_);
   }
 
   Status ReadChunk(

@@ -386,6 +386,33 @@ TEST_F(ArtifactLiveTest, ExportLeaseHasOneHolderPerRound) {
   EXPECT_EQ(winners.load(), 1);
 }
 
+// A lease record written by hand with a far-future expiry would make every
+// node "other node" forever: past a few periods it is no holder's, and the
+// next node takes it over and says so (issue 36, item 4).
+TEST_F(ArtifactLiveTest, ASquattedLeaseIsTakenOverAndSaid) {
+  std::vector<std::string> warned;
+  auto lease = ExportLease::Open(
+      connect_, "leases",
+      LeaseOptions{.warn = [&warned](const std::string& line) { warned.push_back(line); }});
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  natsMsg* reply = nullptr;
+  const std::string squat = R"({"holder":"squatter","expires_unix_ms":32503680000000})";
+  ASSERT_EQ(natsConnection_Request(&reply, raw_, "$KV.leases.export.app", squat.data(),
+                                   static_cast<int>(squat.size()), 5000),
+            NATS_OK);
+  natsMsg_Destroy(reply);
+  auto won = (*lease)->TryAcquire("export.app", "node-a", milliseconds(60000));
+  ASSERT_TRUE(won.ok()) << won.status().ToString();
+  EXPECT_TRUE(*won);
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_NE(warned[0].find("\"squatter\""), std::string::npos) << warned[0];
+  EXPECT_NE(warned[0].find("taking it over"), std::string::npos) << warned[0];
+  // Taken: node-a's record now, honoured as any other.
+  auto b = ExportLease::Open(connect_, "leases");
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(*(*b)->TryAcquire("export.app", "node-b", milliseconds(60000)));
+}
+
 // The CLI end to end: scheduled export from a running mirror, then list,
 // inspect, verify, seed into a new fold, and a corrupt chunk caught.
 TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
@@ -443,6 +470,55 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   std::filesystem::create_directory(dir_.path() + "/empty");
   EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/empty", "--from", arts}), 1);
   EXPECT_TRUE(std::filesystem::is_empty(dir_.path() + "/empty"));
+}
+
+// LATEST rewritten by hand, by anyone who can write the directory, to name
+// an artifact that does not exist at the stream's head (a quiet bucket: the
+// fold stays there) or at the highest cursor: the mirror's next round
+// replaces it and says so, instead of counting "unchanged" forever (issue
+// 36, item 3; before, no artifact was written again and nothing was said).
+TEST_F(ArtifactLiveTest, CliMirrorReplacesAForgedLatestPointer) {
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 50; ++i) kv_.Put("app", "k" + std::to_string(i), "v");
+  const std::string arts = dir_.path() + "/arts";
+  pid_t mirror = SpawnCli(
+      {"mirror", "--server", server_.url(), "--bucket", "app", "--fold", dir_.path() + "/fold",
+       "--export-to", "dir:" + arts, "--export-every", "300ms", "--lease-bucket", "leases"},
+      dir_.path() + "/mirror.out", dir_.path() + "/mirror.err");
+  auto latest = [&] {
+    const json p = json::parse(ReadWholeFile(arts + "/LATEST"), nullptr, false);
+    return p.is_discarded() ? json::object() : p;
+  };
+  auto wait_for = [&](const std::function<bool(const json&)>& ok) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (ok(latest())) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for([](const json& p) { return p.value("cursor", 0) == 50; }))
+      << ReadWholeFile(dir_.path() + "/mirror.err");
+  for (const std::string cursor : {"50", "18446744073709551615"}) {
+    SCOPED_TRACE("forged at cursor " + cursor);
+    json forged = latest();
+    forged["artifact"] = "forged-" + cursor;
+    forged["cursor"] = std::stoull(cursor);
+    std::ofstream(arts + "/LATEST.tmp") << forged.dump();
+    std::filesystem::rename(arts + "/LATEST.tmp", arts + "/LATEST");
+    EXPECT_TRUE(wait_for([&](const json& p) {
+      return p.value("cursor", uint64_t{0}) == 50 && p.value("artifact", "") != forged["artifact"];
+    })) << latest().dump();
+  }
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(WaitExit(mirror), 0);
+  const std::string err = ReadWholeFile(dir_.path() + "/mirror.err");
+  EXPECT_NE(err.find("replaced the latest pointer"), std::string::npos) << err;
+  EXPECT_NE(err.find("named artifact forged-50"), std::string::npos) << err;
+  EXPECT_EQ(
+      RunCli({"seed", "--fold", dir_.path() + "/seeded", "--from", "dir:" + arts}, dir_.path())
+          .code,
+      0);
 }
 
 // Prune keeps what a seed may still be reading (--min-age); when an

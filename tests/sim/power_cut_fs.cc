@@ -304,7 +304,8 @@ StatusOr<artifact::FileKind> PowerCutFs::Kind(const std::string& path) {
   return nodes_[*node].is_dir ? artifact::FileKind::kDirectory : artifact::FileKind::kFile;
 }
 
-StatusOr<std::unique_ptr<artifact::FileLock>> PowerCutFs::LockFile(const std::string& path) {
+StatusOr<std::unique_ptr<artifact::FileLock>> PowerCutFs::LockFile(const std::string& path,
+                                                                   std::chrono::milliseconds) {
   std::lock_guard<std::mutex> l(mu_);
   KVFOLD_RETURN_IF_ERROR(Operation("lock " + path));
   auto place = Parent(path);

@@ -60,7 +60,8 @@ class PowerCutFs final : public artifact::FileOps {
   StatusOr<std::string> ReadFile(const std::string& path) override;
   StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) override;
   StatusOr<artifact::FileKind> Kind(const std::string& path) override;
-  StatusOr<std::unique_ptr<artifact::FileLock>> LockFile(const std::string& path) override;
+  StatusOr<std::unique_ptr<artifact::FileLock>> LockFile(const std::string& path,
+                                                         std::chrono::milliseconds) override;
 
  private:
   class File;
