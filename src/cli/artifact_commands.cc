@@ -11,6 +11,7 @@
 #include "cli/logger.h"
 #include "cli/progress.h"
 #include "core/base64.h"
+#include "core/marker_window.h"
 #include "kvfold/artifact.h"
 #include "kvfold/fold.h"
 #include "kvfold/transport.h"
@@ -29,23 +30,44 @@ std::string Utc(int64_t unix_ms) {
   return buf;
 }
 
+// Until when an artifact's anchor keeps it restorable by the marker window
+// (ns since the epoch), or nullopt where the bucket writes no limit markers
+// (its age does not matter there) or the anchor is unknown. By the server's
+// clock at export; a restore checks against the server's clock again, and
+// takes an artifact at the stream's last sequence whatever its age.
+std::optional<int64_t> CurrentByWindowUntil(const ArtifactManifest& m) {
+  StreamState s;
+  s.marker_ttl_ns = m.marker_ttl_ns;
+  const auto window = core::MarkerWindowNs(s);
+  if (!window || m.cursor_time_ns <= 0) return std::nullopt;
+  return m.cursor_time_ns + *window;
+}
+
 json ManifestJson(const ArtifactManifest& m, bool with_chunks) {
-  json j = {{"artifact", m.artifact_id},
-            {"schema_version", m.schema_version},
-            {"min_reader_version", m.min_reader_version},
-            {"bucket", m.bucket},
-            {"stream_created", m.stream_created},
-            {"scope", m.has_scope ? json(m.scope) : json(nullptr)},
-            {"cursor", m.cursor},
-            {"eviction_observed", m.eviction_observed},
-            {"eviction_cause", m.eviction_observed ? json(m.eviction_cause) : json(nullptr)},
-            {"created", Utc(m.created_unix_ms)},
-            {"exporter", m.exporter_id},
-            {"entries", m.entry_count},
-            {"chunks", m.chunks.size()},
-            {"raw_bytes", m.raw_bytes()},
-            {"compressed_bytes", m.compressed_bytes()},
-            {"signed", m.is_signed}};
+  json j = {
+      {"artifact", m.artifact_id},
+      {"schema_version", m.schema_version},
+      {"min_reader_version", m.min_reader_version},
+      {"bucket", m.bucket},
+      {"stream_created", m.stream_created},
+      {"scope", m.has_scope ? json(m.scope) : json(nullptr)},
+      {"cursor", m.cursor},
+      {"eviction_observed", m.eviction_observed},
+      {"eviction_cause", m.eviction_observed ? json(m.eviction_cause) : json(nullptr)},
+      {"created", Utc(m.created_unix_ms)},
+      {"anchored",
+       m.cursor_time_ns > 0 ? json(core::FormatTimeNs(m.cursor_time_ns)) : json(nullptr)},
+      {"marker_ttl_seconds",
+       m.marker_ttl_ns > 0 ? json(static_cast<double>(m.marker_ttl_ns) / 1e9) : json(nullptr)},
+      {"current_by_window_until", CurrentByWindowUntil(m)
+                                      ? json(core::FormatTimeNs(*CurrentByWindowUntil(m)))
+                                      : json(nullptr)},
+      {"exporter", m.exporter_id},
+      {"entries", m.entry_count},
+      {"chunks", m.chunks.size()},
+      {"raw_bytes", m.raw_bytes()},
+      {"compressed_bytes", m.compressed_bytes()},
+      {"signed", m.is_signed}};
   if (m.is_signed) j["signer"] = artifact::HexEncode(m.signer_public_key);
   if (with_chunks) {
     json chunks = json::array();
@@ -76,6 +98,16 @@ void PrintManifest(const ArtifactManifest& m, bool latest) {
   std::printf("scope:          %s\n", m.has_scope ? scope.c_str() : "<none recorded>");
   std::printf("cursor:         %llu\n", static_cast<unsigned long long>(m.cursor));
   std::printf("created:        %s by %s\n", Utc(m.created_unix_ms).c_str(), m.exporter_id.c_str());
+  std::printf("anchored:       %s (the server's time its cursor was current at)\n",
+              core::FormatTimeNs(m.cursor_time_ns).c_str());
+  if (const auto until = CurrentByWindowUntil(m)) {
+    std::printf(
+        "marker window:  limit markers live %.3g s: a restore takes it until %s, later only while "
+        "the stream stores nothing after its cursor\n",
+        static_cast<double>(m.marker_ttl_ns) / 1e9, core::FormatTimeNs(*until).c_str());
+  } else {
+    std::printf("marker window:  none (no limit markers): its age does not limit a restore\n");
+  }
   std::printf("schema:         %u (readers >= %u)\n", m.schema_version, m.min_reader_version);
   std::printf("entries:        %llu in %zu chunk(s)\n",
               static_cast<unsigned long long>(m.entry_count), m.chunks.size());

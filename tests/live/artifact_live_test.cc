@@ -448,6 +448,8 @@ TEST_F(ArtifactLiveTest, CliScheduledExportSeedAndVerify) {
   EXPECT_EQ(m["bucket"], "app");
   EXPECT_EQ(m["entries"], 500);
   EXPECT_EQ(m["latest"], true);
+  EXPECT_TRUE(m["anchored"].is_string()) << m.dump();
+  EXPECT_TRUE(m["current_by_window_until"].is_null()) << m.dump();  // no limit markers
   EXPECT_EQ(run({"artifacts", "verify", arts}), 0);
   EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/seeded", "--from", arts, "--bucket", "app"}), 0);
   EXPECT_EQ(run({"seed", "--fold", dir_.path() + "/seeded", "--from", arts}), 1);  // not empty

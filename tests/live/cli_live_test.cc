@@ -323,6 +323,17 @@ TEST_F(CliLiveTest, ExportsFurtherApartThanTheMarkerWindowAreWarnedOf) {
   const json status = Status(Fold());
   EXPECT_EQ(status["eviction_observed"], true) << status.dump();
   EXPECT_EQ(status["eviction_cause"], "volume") << status.dump();
+  // An artifact says until when its anchor keeps it restorable.
+  ASSERT_EQ(Run({"export", "--fold", Fold(), "--to", arts}).code, 0);
+  Exit inspect = Run({"artifacts", "inspect", arts, "--json"});
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  const json m = json::parse(inspect.out);
+  EXPECT_EQ(m["marker_ttl_seconds"], 2.0) << m.dump();
+  ASSERT_TRUE(m["anchored"].is_string()) << m.dump();
+  ASSERT_TRUE(m["current_by_window_until"].is_string()) << m.dump();
+  EXPECT_GT(m["current_by_window_until"].get<std::string>(), m["anchored"].get<std::string>());
+  Exit text = Run({"artifacts", "inspect", arts});
+  EXPECT_NE(text.out.find("a restore takes it until"), std::string::npos) << text.out;
 }
 
 TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
