@@ -11,15 +11,15 @@
 //     the apply hook alone never shows you the keys that did not change.
 //  2. Keep the state current in the apply hook. It sees every change in
 //     stream order, before the change commits; return an error to stop.
-//  3. Run Watch on a thread of its own and stop it with a stop_token: it
-//     flushes what it received and returns OK.
+//  3. Hold the watch as a kvfold::Mirror: it runs on a thread of its own,
+//     WaitReady and WaitForRevision (read-your-writes) block a handler until
+//     the fold is current, and Stop() flushes what it received.
+#include <chrono>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
-#include <stop_token>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 #include "kvfold/kvfold.h"
@@ -74,10 +74,8 @@ int main(int argc, char** argv) {
   std::cerr << "loaded " << table.size() << " routes from the fold\n";
 
   // 2. Follow the bucket; the hook keeps the table current.
-  std::stop_source stop;
-  kvfold::WatchOptions options;
-  options.stop = stop.get_token();
-  options.apply = [&table](const kvfold::Change& c) {
+  kvfold::MirrorOptions options;
+  options.watch.apply = [&table](const kvfold::Change& c) {
     if (c.op == kvfold::Op::kPut) {
       table.Set(c.key, c.value);
     } else {
@@ -85,25 +83,25 @@ int main(int argc, char** argv) {
     }
     return kvfold::Status::OK();
   };
-  options.log = [](const kvfold::LogLine& line) {
+  options.watch.log = [](const kvfold::LogLine& line) {
     if (line.level >= kvfold::LogLevel::kWarning) std::cerr << "kvfold: " << line.text << "\n";
   };
-  kvfold::WatchMetrics metrics;  // publish these through your own registry
-  options.metrics = &metrics;
 
-  // 3. The watch on its own thread.
-  kvfold::Status result;
-  std::thread watcher([&] { result = kvfold::Watch(**bucket, **fold, options); });
+  // 3. The watch as a handle: its own thread, its metrics, its waits.
+  auto mirror = kvfold::Mirror::Start(**bucket, **fold, options);
+  if (!mirror.ok()) return std::cerr << mirror.status().ToString() << "\n", 1;
+  kvfold::Status ready = (*mirror)->WaitReady(std::chrono::seconds(30));
+  std::cerr << (ready.ok() ? "ready" : ready.ToString()) << "\n";
 
-  // Serve reads: here from stdin; in your service, from its request handlers.
+  // Serve reads: here from stdin; in your service, from its request handlers
+  // (after a write of your own, WaitForRevision(revision, timeout) first).
   for (std::string key; std::getline(std::cin, key);) {
     const auto route = table.Lookup(key);
     std::cout << key << " -> " << (route ? *route : "(no route)") << std::endl;
   }
 
-  stop.request_stop();
-  watcher.join();
-  const kvfold::WatchStats stats = metrics.Snapshot();
+  const kvfold::Status result = (*mirror)->Stop();
+  const kvfold::WatchStats stats = (*mirror)->metrics().Snapshot();
   std::cerr << "stopped: " << table.size() << " routes, cursor "
             << (stats.cursor ? std::to_string(*stats.cursor) : "none") << ", watch "
             << result.ToString() << "\n";

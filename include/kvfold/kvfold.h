@@ -14,6 +14,7 @@
 #include "kvfold/health.h"
 #include "kvfold/lease.h"
 #include "kvfold/log_line.h"
+#include "kvfold/mirror.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"
 #include "kvfold/scheduled_export.h"

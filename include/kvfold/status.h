@@ -31,6 +31,7 @@ class Status {
     kAlreadyExists,       // the work is already done (e.g. a newer artifact is the latest)
     kInternal,
     kPermissionDenied,  // the server refused a subject the credentials lack a right to
+    kDeadlineExceeded,  // a wait ran out of time (the awaited state may still come)
   };
 
   Status() = default;  // OK
@@ -49,6 +50,7 @@ class Status {
   static Status AlreadyExists(std::string_view msg) { return {Code::kAlreadyExists, msg}; }
   static Status Internal(std::string_view msg) { return {Code::kInternal, msg}; }
   static Status PermissionDenied(std::string_view msg) { return {Code::kPermissionDenied, msg}; }
+  static Status DeadlineExceeded(std::string_view msg) { return {Code::kDeadlineExceeded, msg}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -64,6 +66,7 @@ class Status {
   bool IsCancelled() const { return code_ == Code::kCancelled; }
   bool IsAlreadyExists() const { return code_ == Code::kAlreadyExists; }
   bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
+  bool IsDeadlineExceeded() const { return code_ == Code::kDeadlineExceeded; }
 
   // Returns a copy whose message is "<context>: <message>". OK stays OK.
   Status WithContext(std::string_view context) const;

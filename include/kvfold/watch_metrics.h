@@ -64,6 +64,9 @@ struct WatchStats {
   // The stream's last sequence as last seen (a stream read, or a delivered
   // message's own sequence plus what the server said was still pending).
   uint64_t stream_last_seq = 0;
+  // The stream's last sequence as the newest stream read said (never a
+  // delivered message's hint), at last_read_age_seconds ago.
+  uint64_t read_stream_last_seq = 0;
   // stream_last_seq - cursor (0 when the cursor is at or past it). Counts
   // messages out of scope too: the cursor passes them as it proves them.
   uint64_t lag_messages = 0;

@@ -28,6 +28,8 @@ std::string_view Status::CodeName(Code code) {
       return "Internal";
     case Code::kPermissionDenied:
       return "PermissionDenied";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
   }
   return "Unknown";
 }

@@ -97,7 +97,10 @@ void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   if (read && !catch_up_target_ && !RepairHoldsCatchUp()) catch_up_target_ = last_seq;
   const auto now = SteadyClock::now();
   last_activity_ = now;
-  if (read) last_read_ = now;
+  if (read) {
+    last_read_ = now;
+    stats_.read_stream_last_seq = last_seq;
+  }
   constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
   if (last_seq > stats_.cursor.value_or(0) && heads_.size() < kMaxHeads &&
       (heads_.empty() || last_seq > heads_.back().first)) {
