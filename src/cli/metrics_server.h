@@ -1,6 +1,9 @@
-// Serves GET pages over HTTP on its own thread (kvfold mirror
+// Serves GET (and HEAD) pages over HTTP on its own thread (kvfold mirror
 // --metrics-addr): /metrics, /healthz and /readyz, each what its function
-// returns when asked.
+// returns when asked. Any peer may connect, so no peer can hold the pages
+// up: each connection has its own thread (at most 32; past that the
+// oldest is closed), one request, a 2 s deadline for it and a 16 KiB
+// budget; other methods get 405 unread (docs/cli.md, "Metrics and probes").
 
 #ifndef KVFOLD_CLI_METRICS_SERVER_H_
 #define KVFOLD_CLI_METRICS_SERVER_H_

@@ -444,7 +444,8 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_option("--metrics-addr", flags->metrics_addr,
                   "serve Prometheus metrics at http://HOST:PORT/metrics, and probes at /healthz "
                   "(the watch turns) and /readyz (caught up, not repairing): 200 or 503 (port 0: "
-                  "any free one, logged at start)");
+                  "any free one, logged at start). GET and HEAD only, one request per connection, "
+                  "sent within 2s");
   cmd->add_option("--ready-max-lag", flags->ready_max_lag,
                   "/readyz answers 503 once the oldest change not folded is older than this, "
                   "or no stream read has succeeded for this long (default 10s, at least 2s)");

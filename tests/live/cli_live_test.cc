@@ -1,9 +1,12 @@
 // The kvfold command as scripts use it: real processes, a real nats-server,
 // exit codes and output formats checked exactly.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -635,6 +638,144 @@ TEST_F(CliLiveTest, BadMetricsAddressIsAClearError) {
   EXPECT_NE(second.err.find("cannot listen on"), std::string::npos) << second.err;
   kill(first, SIGTERM);
   EXPECT_EQ(WaitExit(first), 0) << ReadWholeFile(err);
+}
+
+// A TCP connection to 127.0.0.1:`port`, or -1.
+int ConnectLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` on a new connection and reads until the server closes
+// it (at most 3 s): the whole answer, "" when none.
+std::string RawHttp(int port, const std::string& request) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
+  timeval tv{3, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+// The port a mirror announced in its log `err` ("serving metrics on
+// http://127.0.0.1:PORT"), waiting up to 10 s; 0 when it did not.
+int AnnouncedMetricsPort(const std::string& err) {
+  for (int i = 0; i < 200; ++i) {
+    const std::string log = ReadWholeFile(err);
+    const size_t at = log.find("http://127.0.0.1:");
+    if (at != std::string::npos) return std::stoi(log.substr(at + 17));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// A peer of the metrics port must not be able to starve the probes: idle
+// connections, requests that never finish and more connections than the
+// server keeps all leave /healthz answering at once; a parked connection is
+// closed by the server; a method other than GET or HEAD is refused without
+// waiting for its body.
+TEST_F(CliLiveTest, ProbesAnswerWhilePeersHoldConnectionsOpen) {
+  using std::chrono::steady_clock;
+  kv_.CreateBucket("held");
+  const uint64_t last = kv_.Put("held", "k", "v");
+  const std::string err = dir_.path() + "/mirror.err";
+  pid_t mirror = SpawnCli({"mirror", "--server", server_.url(), "--bucket", "held", "--fold",
+                           Fold(), "--metrics-addr", "127.0.0.1:0"},
+                          dir_.path() + "/mirror.out", err);
+  ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
+  const int port = AnnouncedMetricsPort(err);
+  ASSERT_GT(port, 0) << ReadWholeFile(err);
+  auto timed_healthz = [&] {
+    const auto start = steady_clock::now();
+    const int code = HttpGet(port, "/healthz").first;
+    return std::make_pair(code, std::chrono::duration<double>(steady_clock::now() - start).count());
+  };
+
+  // More idle connections than httplib's default thread pool (8 here), and
+  // a few that start a request and never finish it.
+  const unsigned pool = std::max(8u, std::thread::hardware_concurrency() - 1);
+  std::vector<int> held;
+  for (unsigned i = 0; i < pool + 4; ++i) held.push_back(ConnectLoopback(port));
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(ConnectLoopback(port));
+    const std::string part = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    (void)!send(held.back(), part.data(), part.size(), MSG_NOSIGNAL);
+  }
+  for (int fd : held) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all accepted
+  for (int i = 0; i < 3; ++i) {
+    const auto [code, took] = timed_healthz();
+    EXPECT_EQ(code, 200);
+    EXPECT_LT(took, 1.0) << "/healthz waited on connections that send nothing";
+  }
+  EXPECT_EQ(HttpGet(port, "/readyz").first, 200);
+
+  // The server does not keep a parked connection: it closes it within its
+  // request deadline (2 s), answering nothing.
+  {
+    const auto start = steady_clock::now();
+    timeval tv{5, 0};
+    setsockopt(held[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char byte;
+    EXPECT_EQ(read(held[0], &byte, 1), 0) << "an idle connection must be closed, not kept";
+    EXPECT_LT(std::chrono::duration<double>(steady_clock::now() - start).count(), 3.0);
+  }
+  for (int fd : held) close(fd);
+  held.clear();
+
+  // More connections than the server serves at once (32): the oldest make
+  // way, the probe is answered. The burst itself is accepted at once (a
+  // full accept queue drops SYNs, each retried a second later).
+  {
+    const auto start = steady_clock::now();
+    for (int i = 0; i < 48; ++i) held.push_back(ConnectLoopback(port));
+    EXPECT_LT(std::chrono::duration<double>(steady_clock::now() - start).count(), 1.0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  {
+    const auto [code, took] = timed_healthz();
+    EXPECT_EQ(code, 200);
+    EXPECT_LT(took, 1.0) << "a full table of parked connections starved /healthz";
+  }
+  for (int fd : held) close(fd);
+
+  // GET and HEAD only. A POST announcing a body it never sends is refused
+  // at once: the server does not wait to read it.
+  {
+    const auto start = steady_clock::now();
+    const std::string answer = RawHttp(
+        port, "POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n");
+    EXPECT_EQ(answer.rfind("HTTP/1.1 405 ", 0), 0u) << answer;
+    EXPECT_NE(answer.find("Allow: GET, HEAD\r\n"), std::string::npos) << answer;
+    EXPECT_LT(std::chrono::duration<double>(steady_clock::now() - start).count(), 1.0);
+  }
+  for (const char* method : {"PUT", "DELETE", "OPTIONS", "PATCH"}) {
+    const std::string answer =
+        RawHttp(port, std::string(method) + " /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    EXPECT_EQ(answer.rfind("HTTP/1.1 405 ", 0), 0u) << method << ": " << answer;
+  }
+  // A method httplib does not know fails its request-line parse.
+  const std::string brew = RawHttp(port, "BREW /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(brew.rfind("HTTP/1.1 400 ", 0), 0u) << brew;
+  const std::string head = RawHttp(port, "HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200 ", 0), 0u) << head;
+  EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "") << "HEAD answers without a body";
+
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
 }
 
 // -q keeps the log to warnings and errors; a KVFOLD_SERVER from the
