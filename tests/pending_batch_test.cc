@@ -137,5 +137,27 @@ TEST(PendingBatchTest, OnlyABatchOfKeysAllKnownNewStatesItsCounts) {
   EXPECT_TRUE(b.ToCommit().counts.has_value());
 }
 
+// The byte count a batch is bounded by follows what it holds: a key put
+// again counts once, at its newest value; a released batch counts nothing;
+// a failed one taken back counts the keys it adds.
+TEST(PendingBatchTest, BytesFollowTheKeysAndValuesPending) {
+  PendingBatch b;
+  EXPECT_EQ(b.bytes(), 0u);
+  b.Put("ab", Entry{1, false, std::string(10, 'x')});
+  b.Put("cde", Entry{2, false, std::string(20, 'y')});
+  EXPECT_EQ(b.bytes(), 2u + 10 + 3 + 20);
+  b.Put("ab", Entry{3, false, "z"});  // replaces the 10 bytes
+  EXPECT_EQ(b.bytes(), 2u + 1 + 3 + 20);
+  b.Put("cde", Entry{4, true, ""});  // a tombstone holds its key only
+  EXPECT_EQ(b.bytes(), 2u + 1 + 3);
+  FoldCommit released = b.Release();
+  EXPECT_EQ(b.bytes(), 0u);
+  b.Put("ab", Entry{5, false, "new"});
+  b.TakeBack(std::move(released));  // "ab" stays the pending one; "cde" comes back
+  EXPECT_EQ(b.bytes(), 2u + 3 + 3);
+  b.Clear();
+  EXPECT_EQ(b.bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace kvfold::core

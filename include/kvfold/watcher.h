@@ -53,6 +53,12 @@ struct WatchOptions {
   // Commit when this many changes are pending. Default: 1000. REQUIRES: > 0.
   size_t batch_size = 1000;
 
+  // Commit also when the changes pending hold this many bytes of keys and
+  // values, whichever bound comes first: large values must not make a
+  // batch of batch_size changes gigabytes. A batch may pass it by one
+  // change. Default: 64 MiB. REQUIRES: > 0.
+  size_t batch_bytes = size_t{64} << 20;
+
   // Commit a non-full batch once its oldest change has waited this long.
   // Default: 50 ms.
   std::chrono::milliseconds linger{50};
@@ -60,7 +66,8 @@ struct WatchOptions {
   // Write each batch on a thread of its own while the next batch is
   // received and folded (one batch in flight; the cursor still moves only
   // after its commit succeeded). Under a backlog the batch being filled
-  // may grow to 8 x batch_size while one is written. false: commit on the
+  // may grow to 8 x batch_size changes (but not past batch_bytes) while one
+  // is written. false: commit on the
   // calling thread, with batch boundaries that depend only on the input
   // (deterministic simulation). Default: true.
   bool commit_in_background = true;

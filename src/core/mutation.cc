@@ -26,6 +26,7 @@ constexpr const char* kKnown[] = {
     "bucket-keep-stranded-consumers",        // bucket: stranded consumers are never deleted again
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
+    "batch-ignore-bytes",                    // watcher: a batch commits by its count alone
     "repair-skip-flush",                     // watcher: repairs without flushing what was received
     "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo

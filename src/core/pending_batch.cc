@@ -29,6 +29,10 @@ void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
   if (known_new && all_known_new_) {
     core::AddCountChange(core::CountChangeOf(nullptr, entry), &new_counts_);
   }
+  if (const Entry* replaced = Find(key)) {
+    bytes_ -= key.size() + replaced->value.size();
+  }
+  bytes_ += key.size() + entry.value.size();
   auto [it, inserted] = pending_.entries.insert_or_assign(key, std::move(entry));
   // A key put twice was not new the second time, whatever the caller says.
   if (!known_new || !inserted) all_known_new_ = false;
@@ -56,7 +60,10 @@ void PendingBatch::TakeBack(FoldCommit older) {
   // stated counts go with it): let the store count them all.
   all_known_new_ = false;
   older.counts.reset();
-  for (auto& [key, entry] : older.entries) pending_.entries.try_emplace(key, std::move(entry));
+  for (auto& [key, entry] : older.entries) {
+    const size_t size = key.size() + entry.value.size();
+    if (pending_.entries.try_emplace(key, std::move(entry)).second) bytes_ += size;
+  }
   auto keep = [](auto& mine, auto& theirs) {
     if (!mine) mine = std::move(theirs);
   };

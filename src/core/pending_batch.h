@@ -48,6 +48,9 @@ class PendingBatch {
   FoldCommit& meta() { return pending_; }
 
   size_t changes() const { return pending_.entries.size(); }
+  // The keys and values pending, in bytes: what the batch holds in memory,
+  // give or take the per-entry overhead.
+  size_t bytes() const { return bytes_; }
   std::optional<uint64_t> cursor() const { return cursor_; }
   int64_t cursor_time_ns() const { return cursor_time_ns_; }
 
@@ -64,6 +67,7 @@ class PendingBatch {
   // After a successful commit. The cursor stays: later commits carry it on.
   void Clear() {
     pending_ = FoldCommit();
+    bytes_ = 0;
     new_counts_ = FoldCommit::CountChange();
     all_known_new_ = true;
   }
@@ -90,6 +94,7 @@ class PendingBatch {
   FoldCommit pending_;                  // entries and metadata, never a cursor
   FoldCommit::CountChange new_counts_;  // of the entries pending, if all known new
   bool all_known_new_ = true;
+  size_t bytes_ = 0;  // of pending_.entries' keys and values
   std::optional<uint64_t> cursor_;
   int64_t cursor_time_ns_ = 0;
 };

@@ -38,10 +38,17 @@ bool CommitPipeline::AnchorRefreshDue() const {
 
 bool CommitPipeline::HasWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
 
+bool CommitPipeline::BatchFull() const {
+  if (pending_.changes() >= opt_.batch_size) return true;
+  return pending_.bytes() >= opt_.batch_bytes && !KVFOLD_MUTANT("batch-ignore-bytes");
+}
+
 Status CommitPipeline::TryCommit(bool force, const std::function<Status()>& prove) {
   if (committer_.in_flight()) {
-    // Keep receiving while the store writes, up to a bound on memory.
-    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size) {
+    // Keep receiving while the store writes, up to a bound on memory: the
+    // batch in flight and one more of at most batch_bytes.
+    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size &&
+        (pending_.bytes() < opt_.batch_bytes || KVFOLD_MUTANT("batch-ignore-bytes"))) {
       return Status::OK();
     }
     KVFOLD_RETURN_IF_ERROR(Collect());

@@ -32,6 +32,7 @@ namespace kvfold {
 struct CommitPipelineOptions {
   bool background = true;       // WatchOptions::commit_in_background
   size_t batch_size = 1;        // WatchOptions::batch_size
+  size_t batch_bytes = 1;       // WatchOptions::batch_bytes
   int max_commit_failures = 1;  // WatchOptions::max_commit_failures
   WatchMetrics* metrics = nullptr;
   std::function<void(LogLevel, const std::string&)> log;
@@ -67,6 +68,8 @@ class CommitPipeline {
   const Entry* Find(const std::string& key) const;
   // A commit would change the fold.
   bool HasWork() const;
+  // What is pending reached batch_size changes or batch_bytes bytes.
+  bool BatchFull() const;
 
   // Hands what is pending over unless a retry is not due yet, first
   // collecting the batch in flight (once it is done, or whatever its state

@@ -57,6 +57,7 @@ class WatchLoop {
     CommitPipelineOptions o;
     o.background = opt_.commit_in_background;
     o.batch_size = opt_.batch_size;
+    o.batch_bytes = opt_.batch_bytes;
     o.max_commit_failures = opt_.max_commit_failures;
     o.metrics = opt_.metrics;
     o.log = [this](LogLevel level, const std::string& line) { Log(level, line); };

@@ -34,6 +34,8 @@ std::string UtcNow() {
 // as checked. Bounded: a busy stream must not postpone the repair forever.
 Status WatchLoop::DrainBeforeRepair(Delivery& delivery, uint64_t sequential_from) {
   for (size_t drained = 0; drained < std::max<size_t>(opt_.batch_size, 10000); ++drained) {
+    // Within the byte bound too: this batch is flushed whole before the repair.
+    if (pipeline_.pending().bytes() >= opt_.batch_bytes) break;
     auto ev = delivery.Next(milliseconds(1));
     if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
     if (KVFOLD_MUTANT("drain-apply-unchecked")) {

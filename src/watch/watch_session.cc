@@ -268,7 +268,7 @@ Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bo
       return Status::OK();
     }
   }
-  if (pipeline_.pending().changes() >= opt_.batch_size) return TryCommit(/*force=*/false);
+  if (pipeline_.BatchFull()) return TryCommit(/*force=*/false);
   return Status::OK();
 }
 
