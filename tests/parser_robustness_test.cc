@@ -138,11 +138,26 @@ TEST(ParserRobustnessTest, WrongTypedJsonIsCorruption) {
   auto ok = artifact::DecodePointer(R"({"artifact":"a","cursor":1})", "t");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(ok->bucket, "");
-  for (const char* meta : {R"({"nuid":"N","deleted":"yes"})", R"({"nuid":"N","size":"10"})",
-                           R"({"nuid":"N","chunks":-1})", R"({"nuid":"N","digest":5})", "[1]"}) {
+  for (const char* meta : {R"({"nuid":"0123456789ABCDEFGHIJKL","deleted":"yes"})",
+                           R"({"nuid":"0123456789ABCDEFGHIJKL","size":"10"})",
+                           R"({"nuid":"0123456789ABCDEFGHIJKL","chunks":-1})",
+                           R"({"nuid":"0123456789ABCDEFGHIJKL","digest":5})", "[1]"}) {
     EXPECT_TRUE(artifact::ParseObjectMeta(meta, "t").status().IsCorruption()) << meta;
   }
-  EXPECT_TRUE(artifact::ParseObjectMeta(R"({"nuid":"N","size":3,"chunks":1})", "t").ok());
+  EXPECT_TRUE(
+      artifact::ParseObjectMeta(R"({"nuid":"0123456789ABCDEFGHIJKL","size":3,"chunks":1})", "t")
+          .ok());
+  // The nuid becomes a subject token: anything but a NATS nuid is refused.
+  for (const std::string nuid :
+       {">", "*", "", "0123456789ABCDEFGHIJK", "0123456789ABCDEFGHIJKLM", "0123456789.BCDEFGHIJKL",
+        "0123456789*BCDEFGHIJKL", "0123456789>BCDEFGHIJKL", "0123456789 BCDEFGHIJKL",
+        "0123456789\\tBCDEFGHIJKL", "0123456789-BCDEFGHIJKL", "0123456789\\u00e9CDEFGHIJK"}) {
+    const std::string meta = R"({"nuid":")" + nuid + R"(","size":3,"chunks":1})";
+    auto parsed = artifact::ParseObjectMeta(meta, "object x in obj:b");
+    ASSERT_TRUE(parsed.status().IsCorruption()) << meta;
+    EXPECT_NE(parsed.status().message().find("is not a NATS nuid"), std::string::npos)
+        << parsed.status().ToString();
+  }
   for (const char* lease :
        {R"({"holder":1,"expires_unix_ms":5})", R"({"holder":"h","expires_unix_ms":"soon"})",
         R"({"holder":"h"})", R"({"holder":"h","expires_unix_ms":18446744073709551615})"}) {

@@ -26,8 +26,14 @@ struct ObjectMeta {
 
 // Corruption naming `what` when `data` is not a JSON object with a string
 // "nuid" and, where present, a non-negative integer "size" and "chunks", a
-// string "digest" and a bool "deleted".
+// string "digest" and a bool "deleted"; also when the nuid is not one
+// (IsNuid): it becomes a subject token ($O.<bucket>.C.<nuid>) that reads
+// and purges use, and a '>' there would purge every object's chunks.
 StatusOr<ObjectMeta> ParseObjectMeta(std::string_view data, const std::string& what);
+
+// A NATS nuid, as every client writes one: 22 characters of [0-9A-Za-z].
+inline constexpr size_t kNuidLength = 22;
+bool IsNuid(std::string_view nuid);
 
 }  // namespace kvfold::artifact
 

@@ -294,14 +294,17 @@ TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
               NATS_OK);
     natsMsg_Destroy(reply);
   };
-  publish("$O.typed.M." + core::Base64UrlEncode("bad/deleted"), R"({"nuid":"N","deleted":"yes"})");
-  publish("$O.typed.M." + core::Base64UrlEncode("bad/size"), R"({"nuid":"N","size":"10"})");
+  publish("$O.typed.M." + core::Base64UrlEncode("bad/deleted"),
+          R"({"nuid":"0123456789ABCDEFGHIJKL","deleted":"yes"})");
+  publish("$O.typed.M." + core::Base64UrlEncode("bad/size"),
+          R"({"nuid":"0123456789ABCDEFGHIJKL","size":"10"})");
   for (const char* name : {"bad/deleted", "bad/size"}) {
     EXPECT_TRUE((*to)->Get(name).status().IsCorruption()) << name;
     EXPECT_TRUE((*to)->Remove(name).IsCorruption()) << name;
   }
   EXPECT_TRUE((*to)->List().status().IsCorruption());
-  publish("$O.typed.M." + core::Base64UrlEncode("LATEST"), R"({"nuid":"N","chunks":"1"})");
+  publish("$O.typed.M." + core::Base64UrlEncode("LATEST"),
+          R"({"nuid":"0123456789ABCDEFGHIJKL","chunks":"1"})");
   EXPECT_TRUE((*to)->ReadPointer().status().IsCorruption());
 
   auto lease = ExportLease::Open(connect_, "leases");
@@ -313,6 +316,49 @@ TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
   won = (*lease)->TryAcquire("export.app", "node-a", milliseconds(1000));
   ASSERT_TRUE(won.ok()) << won.status().ToString();
   EXPECT_TRUE(*won);
+}
+
+// A meta record's nuid goes into the chunk subject that reads and purges
+// filter on: one that is not a NATS nuid ('>' would purge every object's
+// chunks, "a.*" a whole sub-tree) is corruption, and no Get, Put or Remove
+// of its object touches another object's data.
+TEST_F(ArtifactLiveTest, AMetaWhoseNuidIsNoNuidIsCorruptionAndPurgesNothing) {
+  auto to =
+      OpenTransport("obj:crafted", connect_, TransportOptions{.create_if_missing = true, .s3 = {}});
+  ASSERT_TRUE(to.ok()) << to.status().ToString();
+  const std::string good(300 * 1024, 'g');  // three chunks
+  ASSERT_TRUE((*to)->Put("keep/obj", good).ok());
+  auto publish = [&](const std::string& name, const std::string& nuid) {
+    const json meta = {{"name", name}, {"bucket", "crafted"}, {"nuid", nuid},
+                       {"size", 3},    {"chunks", 1},         {"digest", "SHA-256=x"}};
+    const std::string data = meta.dump();
+    const std::string subject = "$O.crafted.M." + core::Base64UrlEncode(name);
+    natsMsg* reply = nullptr;
+    ASSERT_EQ(natsConnection_Request(&reply, raw_, subject.c_str(), data.data(),
+                                     static_cast<int>(data.size()), 5000),
+              NATS_OK);
+    natsMsg_Destroy(reply);
+  };
+  for (const std::string nuid : {">", "*", "keep.>", "0123456789 BCDEFGHIJKL", "a.b"}) {
+    SCOPED_TRACE("nuid \"" + nuid + "\"");
+    publish("bad/obj", nuid);
+    auto read = (*to)->Get("bad/obj");
+    EXPECT_TRUE(read.status().IsCorruption()) << read.status().ToString();
+    EXPECT_NE(read.status().message().find("is not a NATS nuid"), std::string::npos)
+        << read.status().ToString();
+    Status removed = (*to)->Remove("bad/obj");
+    EXPECT_TRUE(removed.IsCorruption()) << removed.ToString();
+    Status replaced = (*to)->Put("bad/obj", "new data");
+    EXPECT_TRUE(replaced.IsCorruption()) << replaced.ToString();
+    auto kept = (*to)->Get("keep/obj");
+    ASSERT_TRUE(kept.ok()) << "another object's chunks were purged: " << kept.status().ToString();
+    EXPECT_EQ(*kept, good);
+  }
+  // The pointer's meta too: the swap refuses it and purges nothing.
+  publish("LATEST", ">");
+  EXPECT_TRUE((*to)->ReadPointer().status().IsCorruption());
+  auto kept = (*to)->Get("keep/obj");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
 }
 
 // A multi-chunk object whose chunks were purged (a concurrent prune) fails
