@@ -1,15 +1,34 @@
 #include "cli/connect_flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 
+#include "cli/logger.h"
+#include "core/mutation.h"
 #include "kvfold/transport.h"
 
 namespace kvfold::cli {
 
 namespace {
+
+// True when a server URL list holds credentials ("nats://user:pass@host",
+// "nats://token@host").
+bool UrlHasCredentials(const std::string& urls) {
+  size_t start = 0;
+  while (start <= urls.size()) {
+    const size_t comma = std::min(urls.find(',', start), urls.size());
+    const std::string url = urls.substr(start, comma - start);
+    const size_t scheme = url.find("://");
+    const size_t host = scheme == std::string::npos ? 0 : scheme + 3;
+    const size_t at = url.find('@', host);
+    if (at != std::string::npos && at < url.find('/', host)) return true;
+    start = comma + 1;
+  }
+  return false;
+}
 
 // --request-timeout as given, per ConnectOptions (sibling subcommands share
 // one): ConnectOptions holds the parsed duration only.
@@ -25,8 +44,12 @@ void AddConnectFlags(CLI::App* cmd, ConnectOptions* o) {
   cmd->add_option("--server", o->url, "NATS server URL(s), comma separated [env KVFOLD_SERVER]");
   cmd->add_option("--creds", o->creds_file, "NATS credentials file [env KVFOLD_CREDS]");
   cmd->add_option("--user", o->user, "user name, with --password [env KVFOLD_USER]");
-  cmd->add_option("--password", o->password, "password, with --user [env KVFOLD_PASSWORD]");
-  cmd->add_option("--token", o->token, "authentication token [env KVFOLD_TOKEN]");
+  cmd->add_option("--password", o->password,
+                  "password, with --user; as a flag it shows in ps, so prefer the variable "
+                  "[env KVFOLD_PASSWORD]");
+  cmd->add_option("--token", o->token,
+                  "authentication token; as a flag it shows in ps, so prefer the variable "
+                  "[env KVFOLD_TOKEN]");
   cmd->add_option("--tls-ca", o->tls_ca_file, "CA bundle to trust [env KVFOLD_TLS_CA]");
   cmd->add_option("--tls-cert", o->tls_cert_file, "client certificate [env KVFOLD_TLS_CERT]");
   cmd->add_option("--tls-key", o->tls_key_file, "client key [env KVFOLD_TLS_KEY]");
@@ -47,7 +70,26 @@ Status ResolveConnectFlags(ConnectOptions* o, bool server_required) {
     const char* env;
     bool file;
   };
-  // Secrets may come from the environment, out of the process listing.
+  // Secrets may come from the environment, out of the process listing: a
+  // flag shows to every local user (ps, /proc/PID/cmdline), so say so.
+  if (!o->password.empty() && !KVFOLD_MUTANT("cli-quiet-secret-flags")) {
+    Log().Warn(
+        "--password on the command line shows in the process listing to every local user; set "
+        "KVFOLD_PASSWORD instead (in a systemd unit: its EnvironmentFile=, mode 0600), or use "
+        "--creds FILE");
+  }
+  if (!o->token.empty() && !KVFOLD_MUTANT("cli-quiet-secret-flags")) {
+    Log().Warn(
+        "--token on the command line shows in the process listing to every local user; set "
+        "KVFOLD_TOKEN instead (in a systemd unit: its EnvironmentFile=, mode 0600), or use "
+        "--creds FILE");
+  }
+  if (UrlHasCredentials(o->url) && !KVFOLD_MUTANT("cli-quiet-secret-flags")) {
+    Log().Warn(
+        "--server holds credentials (user:password@ or token@ in a URL), which show in the "
+        "process listing to every local user; set KVFOLD_SERVER instead, or give them in "
+        "KVFOLD_USER and KVFOLD_PASSWORD, KVFOLD_TOKEN or a --creds FILE");
+  }
   const Field fields[] = {
       {&o->url, "--server", "KVFOLD_SERVER", false},
       {&o->creds_file, "--creds", "KVFOLD_CREDS", true},

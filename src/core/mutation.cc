@@ -87,9 +87,10 @@ constexpr const char* kKnown[] = {
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
     "delivery-ignore-rollup-skip",    // watcher: a purge the server jumped to is folded
-    // (tests/live/cli_live_test.cc, peers of the metrics port):
-    "metrics-thread-pool",  // metrics server: connections share httplib's thread pool
-    "metrics-any-method",   // metrics server: methods but GET and HEAD reach httplib's routing
+    // (tests/live/cli_live_test.cc: the metrics port's peers, secrets given as flags):
+    "metrics-thread-pool",     // metrics server: connections share httplib's thread pool
+    "metrics-any-method",      // metrics server: methods but GET and HEAD reach httplib's routing
+    "cli-quiet-secret-flags",  // CLI: a password or token given as a flag goes unmentioned
     // (tests/live/watch_live_test.cc, a limit marker published by hand):
     "last-of-key-ignore-marker",  // nats bucket: a key's last message that is a marker reads as a
                                   // put

@@ -778,6 +778,66 @@ TEST_F(CliLiveTest, ProbesAnswerWhilePeersHoldConnectionsOpen) {
   EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
 }
 
+// A password or token given as a flag shows in the process listing (ps,
+// /proc/PID/cmdline) to every local user: the CLI says so, once, on stderr
+// (also under -q), without the secret, and points to the variables that
+// carry it instead; those are not warned about. (This server asks for no
+// credentials and takes any.)
+TEST_F(CliLiveTest, SecretsGivenAsFlagsAreWarnedAbout) {
+  kv_.CreateBucket("secrets");
+  kv_.Put("secrets", "k", "v");
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string listing = "in the process listing to every local user";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string warning;  // what the line starts with
+    std::string hint;     // where the secret goes instead
+    std::string secret;
+  };
+  const std::string url_with_password = "nats://kvuser:pw-in-url@" + server_.url().substr(7);
+  for (const Case& c :
+       std::vector<Case>{{{"--server", server_.url(), "--user", "kvuser", "--password", "pw-flag"},
+                          "--password on the command line",
+                          "set KVFOLD_PASSWORD instead",
+                          "pw-flag"},
+                         {{"--server", server_.url(), "--token", "tok-flag"},
+                          "--token on the command line",
+                          "set KVFOLD_TOKEN instead",
+                          "tok-flag"},
+                         {{"--server", url_with_password},
+                          "--server holds credentials",
+                          "set KVFOLD_SERVER instead",
+                          "pw-in-url"}}) {
+    for (const bool quiet : {false, true}) {
+      std::vector<std::string> args = {"mirror", "--bucket", "secrets",
+                                       "--fold", Fold(),     "--until-caught-up"};
+      if (quiet) args.insert(args.begin(), "-q");
+      args.insert(args.end(), c.flags.begin(), c.flags.end());
+      Exit e = Run(args);
+      EXPECT_EQ(e.code, 0) << e.err;
+      EXPECT_EQ(count(e.err, listing), 1u) << e.err;
+      EXPECT_NE(e.err.find("kvfold mirror: WARNING: " + c.warning), std::string::npos) << e.err;
+      EXPECT_NE(e.err.find(c.hint), std::string::npos) << e.err;
+      EXPECT_EQ(e.err.find(c.secret), std::string::npos) << "the warning repeats the secret";
+    }
+  }
+  // From the environment: no warning.
+  Exit env =
+      RunCli({"mirror", "--bucket", "secrets", "--fold", Fold(), "--until-caught-up"}, dir_.path(),
+             {"KVFOLD_SERVER=" + url_with_password, "KVFOLD_USER=kvuser", "KVFOLD_PASSWORD=pw-env",
+              "KVFOLD_TOKEN=tok-env"});
+  EXPECT_EQ(env.code, 0) << env.err;
+  EXPECT_EQ(count(env.err, listing), 0u) << env.err;
+  // --help says it too.
+  Exit help = Run({"mirror", "--help"});
+  EXPECT_NE(help.out.find("as a flag it shows in ps, so prefer the variable"), std::string::npos)
+      << help.out;
+}
+
 // -q keeps the log to warnings and errors; a KVFOLD_SERVER from the
 // environment stands in for --server, and a flag wins over it.
 TEST_F(CliLiveTest, QuietLogAndServerFromTheEnvironment) {
