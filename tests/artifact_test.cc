@@ -634,6 +634,96 @@ TEST_F(ArtifactTest, APointerThatNamesNoValidArtifactIsReplacedByTheNextExport) 
   EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
 }
 
+// A transport that answers reads of one object with `fault` for the next
+// `times` reads: the store's denials and hiccups.
+class FlakyReads final : public Transport {
+ public:
+  FlakyReads(Transport& inner, std::string name, Status fault, int times)
+      : inner_(inner), name_(std::move(name)), fault_(std::move(fault)), times_(times) {}
+  const std::string& location() const override { return inner_.location(); }
+  Status Put(const std::string& n, std::string_view b) override { return inner_.Put(n, b); }
+  StatusOr<std::string> Get(const std::string& n) override {
+    if (n == name_ && times_ > 0) {
+      --times_;
+      return fault_;
+    }
+    return inner_.Get(n);
+  }
+  Status Remove(const std::string& n) override { return inner_.Remove(n); }
+  StatusOr<std::vector<std::string>> List() override { return inner_.List(); }
+  StatusOr<std::optional<ArtifactPointer>> ReadPointer() override { return inner_.ReadPointer(); }
+  Status AdvancePointer(const ArtifactPointer& p) override { return inner_.AdvancePointer(p); }
+
+ private:
+  Transport& inner_;
+  std::string name_;
+  Status fault_;
+  int times_;
+};
+
+// Only a read that proves the named manifest absent or damaged, twice,
+// makes a pointer invalid: a denial (an S3 403 reads as FailedPrecondition),
+// a manifest of a newer schema, or one missing read leaves a valid newer
+// artifact named (replacing it would move the pointer back).
+TEST_F(ArtifactTest, APointerToAValidArtifactIsNotReplacedOnAReadThatProvesNothing) {
+  auto ahead = SourceFold(400);
+  auto newer = ExportArtifact(*ahead, *to_, ExportOptions{});
+  ASSERT_TRUE(newer.ok()) << newer.status().ToString();
+  for (const Status& fault : {Status::FailedPrecondition("HTTP 403 AccessDenied"),
+                              Status::Unavailable("timeout"), Status::NotFound("gone?")}) {
+    SCOPED_TRACE(fault.ToString());
+    FlakyReads flaky(*to_, newer->artifact_id + "/manifest", fault, 1);
+    auto m = ExportArtifact(*source_, flaky, ExportOptions{});
+    EXPECT_TRUE(m.status().IsAlreadyExists()) << m.status().ToString();
+    EXPECT_EQ(*LatestArtifactId(*to_), newer->artifact_id);
+  }
+  // Gone on every read (both before the chunks and again before the swap):
+  // replaced. Back after the first two, it is judged valid again and kept.
+  FlakyReads back(*to_, newer->artifact_id + "/manifest", Status::NotFound("no manifest"), 2);
+  EXPECT_TRUE(ExportArtifact(*source_, back, ExportOptions{}).status().IsAlreadyExists());
+  EXPECT_EQ(*LatestArtifactId(*to_), newer->artifact_id);
+  FlakyReads gone(*to_, newer->artifact_id + "/manifest", Status::NotFound("no manifest"), 100);
+  auto m = ExportArtifact(*source_, gone, ExportOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+}
+
+// A pointer of another bucket naming nothing stops every export as surely
+// as one ahead of the fold: it is checked whatever its cursor.
+TEST_F(ArtifactTest, APointerOfAnotherBucketNamingNothingIsReplacedAtAnyCursor) {
+  WriteFile(Path("LATEST"), artifact::EncodePointer(ArtifactPointer{"nope", 1, "other", "t0"}));
+  auto m = ExportArtifact(*source_, *to_, ExportOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
+}
+
+// A restore that trusts a raw public key (a mirror that signs trusts its
+// own) refuses an unsigned artifact and one signed by another key.
+TEST_F(ArtifactTest, ARawTrustedKeyRefusesUnsignedAndForeignArtifacts) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "own");
+  auto [other_priv, other_pub] = MakeKeyPair(dir_.path(), "other");
+  auto own = artifact::SigningKey::Load(priv);
+  ASSERT_TRUE(own.ok());
+  VerifyOptions trusting;
+  trusting.trusted_public_keys = {(*own)->public_key()};
+  const ArtifactManifest unsigned_one = Export();
+  EXPECT_TRUE(ReadArtifactManifest(*to_, unsigned_one.artifact_id, trusting)
+                  .status()
+                  .IsFailedPrecondition());
+  ExportOptions foreign;
+  foreign.sign_key_file = other_priv;
+  auto bigger = SourceFold(350);
+  auto f = ExportArtifact(*bigger, *to_, foreign);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(ReadArtifactManifest(*to_, f->artifact_id, trusting).status().IsFailedPrecondition());
+  ExportOptions mine;
+  mine.sign_key_file = priv;
+  auto biggest = SourceFold(380);
+  auto ok = ExportArtifact(*biggest, *to_, mine);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ReadArtifactManifest(*to_, ok->artifact_id, trusting).ok());
+}
+
 // Where the exporter signs, a pointer must name an artifact signed by its
 // key or a trusted one: an unsigned or stranger-signed one ahead of the
 // fold is replaced; one signed by a trusted key stays.

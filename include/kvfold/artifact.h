@@ -142,8 +142,13 @@ struct VerifyOptions {
   // a signature that is present must still verify).
   std::vector<std::string> trusted_key_files;
   // Refuse unsigned artifacts. Implied by naming a trusted key.
-  // Default: false. REQUIRES: trusted_key_files not empty.
+  // Default: false. REQUIRES: trusted_key_files or trusted_public_keys not
+  // empty.
   bool require_signature = false;
+  // Trusted Ed25519 public keys as their 32 raw bytes, as trusted_key_files
+  // (a mirror that signs its exports trusts its own key on restore).
+  // Default: none.
+  std::vector<std::string> trusted_public_keys;
 };
 
 // Reads and checks the manifest of `artifact_id` (frame checksum, schema

@@ -201,10 +201,11 @@ Status ChunkWriter::Finish(bool publish_last) {
 }
 
 // Why the latest pointer `p` names no valid artifact, or nullopt when it
-// names one: its manifest reads, verifies and agrees with the pointer, and
-// where this exporter signs or trusts keys, one of them signed it. An
-// error that proves nothing either way (the store unreachable, an I/O
-// error) is returned as such: the round fails and the pointer stays.
+// names one (its manifest reads, verifies and agrees with the pointer, and
+// where this exporter signs or trusts keys, one of them signed it) or when
+// that cannot be told: a read that proves nothing (denied, unreachable, a
+// newer schema) leaves the pointer to the forward-only rule, as before.
+// Replacing a valid pointer would move it back past a newer artifact.
 StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const ArtifactPointer& p,
                                                          const ExportOptions& options,
                                                          const artifact::SigningKey* signer) {
@@ -212,11 +213,14 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
   if (KVFOLD_MUTANT("export-trust-pointer")) return Why();
   auto m = ReadArtifactManifest(to, p.artifact_id, VerifyOptions{});
   if (!m.ok()) {
-    const Status& s = m.status();
-    if (s.IsNotFound() || s.IsCorruption() || s.IsInvalidArgument() || s.IsFailedPrecondition()) {
-      return Why(s.message());
-    }
-    return s;
+    // Only an answer that proves the manifest absent or damaged, given
+    // twice: a transport maps denials and timeouts to other codes (an S3
+    // 403, a manifest of a newer schema this build cannot read), and a
+    // pointer that is merely unreadable here is taken as it is.
+    const Status first = m.status();
+    if (!first.IsNotFound() && !first.IsCorruption() && !first.IsInvalidArgument()) return Why();
+    m = ReadArtifactManifest(to, p.artifact_id, VerifyOptions{});
+    if (!m.ok()) return m.status().code() == first.code() ? Why(first.message()) : Why();
   }
   if (m->cursor != p.cursor || m->bucket != p.bucket || m->stream_created != p.stream_created) {
     return Why("its manifest records cursor " + std::to_string(m->cursor) + " of bucket " +
@@ -232,7 +236,10 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
     if (!key.ok()) return key.status();
     keys.push_back(*key);
   }
-  if (!m->is_signed) return Why("its manifest is unsigned, and this exporter signs");
+  if (!m->is_signed) {
+    return Why(signer != nullptr ? "its manifest is unsigned, and this exporter signs"
+                                 : "its manifest is unsigned, and this exporter trusts keys");
+  }
   if (std::find(keys.begin(), keys.end(), m->signer_public_key) == keys.end()) {
     return Why("its manifest is signed by key " + artifact::HexEncode(m->signer_public_key) +
                ", neither this exporter's nor a trusted one");
@@ -290,9 +297,11 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
-    if (*pointer && (**pointer).cursor >= *meta.cursor) {
-      // A pointer that would stop this export must name a valid artifact:
-      // anyone who can write the location can write the pointer.
+    if (*pointer && ((**pointer).cursor >= *meta.cursor || (**pointer).bucket != meta.bucket ||
+                     (**pointer).stream_created != meta.stream_created)) {
+      // A pointer that would stop this export (at or past its cursor, or
+      // of another bucket or stream) must name a valid artifact: anyone
+      // who can write the location can write the pointer.
       auto why = WhyPointerIsInvalid(to, **pointer, options, signer.get());
       if (!why.ok()) {
         return why.status().WithContext("checking artifact " + (**pointer).artifact_id +
@@ -342,8 +351,21 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     chunks.RemovePublished();
     return inner;
   }
+  if (next.replaces_invalid) {
+    // Judged before the chunks were written, maybe minutes ago: judged
+    // again now, on the pointer as it is (the swap replaces only that one).
+    auto now = to.ReadPointer();
+    if (!now.ok()) return now.status();
+    bool still = *now && (**now).artifact_id == *next.replaces_invalid;
+    if (still) {
+      auto why = WhyPointerIsInvalid(to, **now, options, signer.get());
+      if (!why.ok()) return why.status();
+      still = why->has_value();
+    }
+    if (!still) next.replaces_invalid.reset();
+  }
   KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), next, &m));
-  if (!invalid_why.empty() && options.replaced_pointer) options.replaced_pointer(invalid_why);
+  if (next.replaces_invalid && options.replaced_pointer) options.replaced_pointer(invalid_why);
   return m;
 }
 

@@ -29,7 +29,9 @@ uint64_t ArtifactManifest::compressed_bytes() const {
 StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::string& artifact_id,
                                                 const VerifyOptions& options) {
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(artifact_id).WithContext("artifact id"));
-  if (options.require_signature && options.trusted_key_files.empty()) {
+  const bool trusts_keys =
+      !options.trusted_key_files.empty() || !options.trusted_public_keys.empty();
+  if (options.require_signature && !trusts_keys) {
     return Status::InvalidArgument("requiring a signature needs at least one trusted key");
   }
   const std::string what = "manifest of artifact " + artifact_id + " at " + from.location();
@@ -61,8 +63,9 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
       return Status::Corruption(what + " carries a signature that does not verify");
     }
   }
-  if (!options.trusted_key_files.empty()) {
-    std::set<std::string> trusted;
+  if (trusts_keys) {
+    std::set<std::string> trusted(options.trusted_public_keys.begin(),
+                                  options.trusted_public_keys.end());
     for (const auto& f : options.trusted_key_files) {
       auto key = artifact::LoadPublicKey(f);
       if (!key.ok()) return key.status();
@@ -76,7 +79,7 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
   }
   // Naming trusted keys requires a signature: otherwise stripping the
   // signature would be all it takes to get past them.
-  if (!m.is_signed && (options.require_signature || !options.trusted_key_files.empty())) {
+  if (!m.is_signed && (options.require_signature || trusts_keys)) {
     return Status::FailedPrecondition(what + " is unsigned, and a signature is required");
   }
   return m;

@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
@@ -316,11 +317,18 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
   }
   std::unique_ptr<ArtifactSource> artifact_source;
   if (!f.artifacts.empty()) {
-    auto opened =
-        OpenArtifactSourceWhenNeeded(f.artifacts, f.connect,
-                                     VerifyOptions{.trusted_key_files = f.trusted_keys,
-                                                   .require_signature = f.require_signature},
-                                     f.transport.options);
+    VerifyOptions verify{.trusted_key_files = f.trusted_keys,
+                         .require_signature = f.require_signature,
+                         .trusted_public_keys = {}};
+    if (!f.sign_key.empty()) {
+      // A mirror that signs what it exports restores only what is signed:
+      // by its own key, or a --trusted-key. Otherwise anyone who can write
+      // the location could hand it an unsigned artifact.
+      auto key = artifact::SigningKey::Load(f.sign_key);
+      if (!key.ok()) return Report("mirror", key.status().WithContext("--sign-key"));
+      verify.trusted_public_keys.push_back((*key)->public_key());
+    }
+    auto opened = OpenArtifactSourceWhenNeeded(f.artifacts, f.connect, verify, f.transport.options);
     if (!opened.ok()) return Report("mirror", opened.status().WithContext("--artifacts"));
     artifact_source = std::move(opened).value();
   }

@@ -77,8 +77,8 @@ Status Mirror::Ended(const std::string& waiting_for) const {
   const std::string at = cursor_ ? "cursor " + std::to_string(*cursor_) : "no cursor";
   if (result_->ok()) {
     return Status::Cancelled("the mirror " +
-                             std::string(stop_requested_ ? "was stopped" : "ended") + " at " +
-                             at + " before " + waiting_for);
+                             std::string(stop_requested_ ? "was stopped" : "ended") + " at " + at +
+                             " before " + waiting_for);
   }
   return result_->WithContext("the mirror ended at " + at + " before " + waiting_for);
 }
@@ -115,10 +115,10 @@ Status Mirror::WaitForRevision(uint64_t revision, std::chrono::milliseconds time
           "revision, or one of a stream since recreated) and will never come");
     }
     if (now >= deadline) {
-      return Status::DeadlineExceeded(
-          "waited " + std::to_string(timeout.count()) + " ms for " + what + "; the cursor is at " +
-          (cursor_ ? std::to_string(*cursor_) : "none") + " of the stream's " +
-          std::to_string(stats.stream_last_seq));
+      return Status::DeadlineExceeded("waited " + std::to_string(timeout.count()) + " ms for " +
+                                      what + "; the cursor is at " +
+                                      (cursor_ ? std::to_string(*cursor_) : "none") +
+                                      " of the stream's " + std::to_string(stats.stream_last_seq));
     }
     changed_.wait_until(lock, std::min(deadline, now + kRejudge));
   }

@@ -1,8 +1,6 @@
 // kvfold::Mirror against a real nats-server: read-your-writes through
 // WaitForRevision, readiness, and waiters that never outlive the watch.
 
-#include "kvfold/mirror.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +9,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "kvfold/mirror.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 #include "test_dir.h"
