@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "test_dir.h"
+#include "test_keys.h"
 
 namespace kvfold {
 namespace {
@@ -165,6 +166,34 @@ TEST_F(ScheduledExportTest, KeepPrunesAfterEachArtifactWritten) {
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 1u);
   EXPECT_EQ(list->front().artifact_id, r.written->artifact_id);
+}
+
+// An exporter that signs prunes only artifacts its own key (or a trusted
+// one) signed: a manifest anyone could have written in the location never
+// makes a round remove anything.
+TEST_F(ScheduledExportTest, AnExporterThatSignsPrunesOnlyWhatATrustedKeySigned) {
+  options_.keep = 1;
+  options_.keep_younger_than = std::chrono::milliseconds(0);
+  auto unsigned_exporter = Make();
+  ASSERT_NE(unsigned_exporter, nullptr);
+  ScheduledExport::Round unsigned_round = unsigned_exporter->RunRound();
+  ASSERT_EQ(unsigned_round.outcome, ExportOutcome::kWritten);
+
+  options_.sign_key_file = MakeKeyPair(dir_.path(), "exporter").first;
+  auto exporter = Make();
+  ASSERT_NE(exporter, nullptr);
+  std::vector<std::string> written;
+  for (uint64_t cursor : {20, 30}) {
+    CommitThrough(cursor);
+    ScheduledExport::Round r = exporter->RunRound();
+    ASSERT_EQ(r.outcome, ExportOutcome::kWritten) << r.status.ToString();
+    written.push_back(r.written->artifact_id);
+  }
+  auto list = ListArtifacts(*to_, nullptr);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ(list->front().artifact_id, unsigned_round.written->artifact_id);
+  EXPECT_EQ(list->back().artifact_id, written.back());
 }
 
 TEST_F(ScheduledExportTest, ABadSetupIsRefusedBeforeAnyRound) {

@@ -179,13 +179,31 @@ struct PruneOptions {
   // chunks from under it). Age is judged by the manifest's created time
   // against this machine's clock. Default: 1 hour.
   std::chrono::milliseconds min_age = std::chrono::hours(1);
+  // Which manifests may decide a removal: only those ReadArtifactManifest
+  // accepts with these options are counted, kept or removed; any other
+  // artifact is left alone. Anyone who can write to the location can write
+  // a manifest with a valid checksum (created long ago, an old cursor, or a
+  // high one that pushes real artifacts out of `keep`), so name the
+  // exporters' keys: then an unsigned or foreign-signed manifest never
+  // causes a removal. Default: none (checksums only).
+  VerifyOptions verify = {};
 };
 
-// Removes all but the newest `options.keep` artifacts, never the one the
-// pointer names nor one younger than `options.min_age`. Returns the removed
-// ids in *removed when not null.
+// Removes all but the newest `options.keep` artifacts whose manifests pass
+// `options.verify`, never the one the pointer names nor one younger than
+// `options.min_age`. An artifact whose removal fails (an object that is not
+// what kvfold wrote there, such as a directory swapped for a link) is left
+// and the others are still pruned; the first failure is returned. Returns
+// the removed ids in *removed when not null.
 Status PruneArtifacts(Transport& at, const PruneOptions& options,
                       std::vector<std::string>* removed);
+
+// What a prune right after an export trusts: `trusted_key_files`, plus the
+// key the export signs with (`sign_key_file`, a PEM private key, stands for
+// its public key), so an exporter that signs only ever prunes artifacts
+// signed by its own or a trusted key. Empty when both are.
+VerifyOptions PruneTrustOfExporter(std::vector<std::string> trusted_key_files,
+                                   const std::string& sign_key_file);
 
 struct SeedOptions {
   VerifyOptions verify;

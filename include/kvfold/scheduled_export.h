@@ -26,6 +26,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kvfold/artifact.h"
 #include "kvfold/clock.h"
@@ -88,6 +89,11 @@ struct ScheduledExportOptions {
   // younger than `keep_younger_than` (see PruneOptions). Default: 0, no prune.
   size_t keep = 0;
   std::chrono::milliseconds keep_younger_than = PruneOptions().min_age;
+  // PEM Ed25519 public keys whose signatures the prune trusts, with
+  // sign_key_file's own (PruneTrustOfExporter): when either is set, an
+  // unsigned or foreign-signed manifest never makes a round remove
+  // anything. Default: none.
+  std::vector<std::string> trusted_key_files;
   // Warnings (a failed round, left-out keys) and one line per artifact.
   std::function<void(const LogLine&)> log;
   // Counted when set (not owned).

@@ -94,14 +94,16 @@ class DirectoryTransport final : public Transport {
     return ops_->ReadFile((root_ / name).string());
   }
 
+  // Below the root nothing is followed: another writer to the location can
+  // swap a directory for a link between a prune's listing and its removals.
   Status Remove(const std::string& name) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
-    const fs::path target = root_ / name;
-    Status s = ops_->Remove(target.string());
-    if (!s.ok() && !s.IsNotFound()) return s;
+    Status s = ops_->RemoveBelow(root_.string(), name);
+    if (!s.ok() && !s.IsNotFound()) return s.WithContext(location_);
     // Drop directories the removal left empty, up to the root (removing a
     // directory that is not empty fails).
-    for (fs::path dir = target.parent_path(); dir != root_ && ops_->Remove(dir.string()).ok();
+    for (fs::path dir = fs::path(name).parent_path();
+         !dir.empty() && ops_->RemoveBelow(root_.string(), dir.string()).ok();
          dir = dir.parent_path()) {
     }
     return Status::OK();

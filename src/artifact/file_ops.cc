@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,9 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
+
+#include "core/mutation.h"
 
 namespace kvfold::artifact {
 namespace {
@@ -20,6 +24,84 @@ namespace fs = std::filesystem;
 
 Status Errno(const std::string& what) {
   return Status::IOError(what + ": " + std::strerror(errno));
+}
+
+// A file descriptor closed when it goes out of scope.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+// What a file of this mode is, for messages.
+std::string KindOf(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "an unknown kind of file";
+}
+
+// Opens the directory `root`, then each segment of `dirs` ("" for none;
+// segments joined by '/') relative to the one above it, never following
+// a symbolic link: a segment that is not a directory is Corruption (a
+// writer to the location replaced what kvfold made there), so what is
+// reached through the result lies inside `root`.
+StatusOr<UniqueFd> OpenDirBelow(const std::string& root, std::string_view dirs) {
+  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.get() < 0) {
+    if (errno == ENOENT) return Status::NotFound(root + " does not exist");
+    return Errno("opening " + root);
+  }
+  std::string walked = root;
+  while (!dirs.empty()) {
+    const size_t slash = dirs.find('/');
+    const std::string segment(dirs.substr(0, slash));
+    dirs.remove_prefix(slash == std::string_view::npos ? dirs.size() : slash + 1);
+    walked.append("/").append(segment);
+    const int next =
+        KVFOLD_MUTANT("dir-remove-follows-links")
+            ? ::openat(dir.get(), segment.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            : ::openat(dir.get(), segment.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (next < 0) {
+      const int open_errno = errno;
+      if (open_errno == ENOENT) return Status::NotFound(walked + " does not exist");
+      struct stat st {};
+      if ((open_errno == ELOOP || open_errno == ENOTDIR) &&
+          ::fstatat(dir.get(), segment.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return Status::Corruption(walked + " is " + KindOf(st.st_mode) +
+                                  ", where kvfold keeps a directory: refused, not followed "
+                                  "(another writer to the location replaced it; remove it)");
+      }
+      errno = open_errno;
+      return Errno("opening " + walked);
+    }
+    dir.reset(next);
+  }
+  return dir;
+}
+
+// `name` split at its last '/': {"a/b", "c"} for "a/b/c", {"", "c"} for "c".
+std::pair<std::string_view, std::string> SplitLast(std::string_view name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string_view::npos) return {std::string_view(), std::string(name)};
+  return {name.substr(0, slash), std::string(name.substr(slash + 1))};
 }
 
 class PosixWritableFile final : public WritableFile {
@@ -122,6 +204,24 @@ class PosixOps final : public FileOps {
     return Status::NotFound(path + " does not exist");
   }
 
+  Status RemoveBelow(const std::string& root, const std::string& name) override {
+    const auto [dirs, leaf] = SplitLast(name);
+    auto dir = OpenDirBelow(root, dirs);
+    if (!dir.ok()) return dir.status();
+    const std::string path = root + "/" + name;
+    struct stat st {};
+    if (::fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return Status::NotFound(path + " does not exist");
+      return Errno("reading the status of " + path);
+    }
+    // Never follows the last segment either: a link is removed, not its target.
+    if (::unlinkat(dir->get(), leaf.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
+      if (errno == ENOENT) return Status::NotFound(path + " does not exist");
+      return Errno("removing " + path);
+    }
+    return Status::OK();
+  }
+
   StatusOr<std::string> ReadFile(const std::string& path) override {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -139,7 +239,9 @@ class PosixOps final : public FileOps {
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (!it->is_regular_file()) continue;
+      // A link is not followed: an object is a file kvfold wrote there.
+      std::error_code kind_ec;
+      if (it->symlink_status(kind_ec).type() != fs::file_type::regular) continue;
       out.push_back(fs::relative(it->path(), dir).string());
     }
     if (ec) return Status::IOError("listing " + dir + ": " + ec.message());

@@ -67,12 +67,23 @@ class FileOps {
   // parent is synced.
   virtual Status CreateDirs(const std::string& dir, std::vector<std::string>* created) = 0;
   // Removes a file or an empty directory. NotFound when there is none;
-  // IOError for a directory that is not empty.
+  // IOError for a directory that is not empty. For paths the transport
+  // made itself (its temporary files and new directories).
   virtual Status Remove(const std::string& path) = 0;
+  // Removes `name` (segments joined by '/': a file, a symbolic link or an
+  // empty directory) below the directory `root`, never following a
+  // symbolic link on the way: each directory of `name` is opened relative
+  // to the one above it without following a link (`root` itself may be
+  // one), and the last segment is unlinked, not followed. A directory that
+  // another writer to the location swapped for a link to elsewhere is
+  // Corruption, and nothing outside `root` is touched. NotFound when there
+  // is none; IOError for a directory that is not empty.
+  virtual Status RemoveBelow(const std::string& root, const std::string& name) = 0;
   // The whole file. NotFound when there is none.
   virtual StatusOr<std::string> ReadFile(const std::string& path) = 0;
   // Every regular file below `dir`, at any depth, as a path relative to
-  // `dir`, in no particular order.
+  // `dir`, in no particular order. Symbolic links are neither listed nor
+  // followed.
   virtual StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) = 0;
   virtual StatusOr<FileKind> Kind(const std::string& path) = 0;
   // Creates `path` if missing and takes an exclusive lock on it (flock),

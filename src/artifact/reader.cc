@@ -228,15 +228,17 @@ Status VerifyArtifact(Transport& from, const std::string& artifact_id, const Ver
 
 namespace {
 
-// The readable manifests among the object `names` of `from`, oldest first.
+// The manifests among the object `names` of `from` that pass `verify`,
+// oldest first.
 std::vector<ArtifactManifest> ManifestsIn(Transport& from, const std::vector<std::string>& names,
+                                          const VerifyOptions& verify,
                                           std::vector<std::string>* unreadable) {
   std::vector<ArtifactManifest> out;
   for (const auto& name : names) {
     const std::string suffix = "/manifest";
     if (!name.ends_with(suffix)) continue;
     const std::string id = name.substr(0, name.size() - suffix.size());
-    auto m = ReadArtifactManifest(from, id, VerifyOptions{});
+    auto m = ReadArtifactManifest(from, id, verify);
     if (m.ok()) {
       out.push_back(std::move(m).value());
     } else if (unreadable != nullptr) {
@@ -255,7 +257,7 @@ StatusOr<std::vector<ArtifactManifest>> ListArtifacts(Transport& from,
                                                       std::vector<std::string>* unreadable) {
   auto names = from.List();
   if (!names.ok()) return names.status();
-  return ManifestsIn(from, *names, unreadable);
+  return ManifestsIn(from, *names, VerifyOptions{}, unreadable);
 }
 
 Status PruneArtifacts(Transport& at, const PruneOptions& options,
@@ -265,11 +267,17 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
   if (!pointer.ok()) return pointer.status();
   auto names = at.List();
   if (!names.ok()) return names.status();
-  const std::vector<ArtifactManifest> all = ManifestsIn(at, *names, nullptr);
+  // Only manifests a restore would accept decide what is old: a forged one
+  // must neither get itself (and whatever its names reach) removed nor
+  // push real artifacts out of `keep`.
+  const std::vector<ArtifactManifest> all = ManifestsIn(
+      at, *names, KVFOLD_MUTANT("prune-trust-unverified") ? VerifyOptions{} : options.verify,
+      nullptr);
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   size_t kept = 0;
+  Status first_failure;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const bool named = *pointer && (*pointer)->artifact_id == it->artifact_id;
     const bool young = now_ms - it->created_unix_ms < options.min_age.count();
@@ -280,14 +288,24 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
     // The manifest goes first: an artifact without one is never listed or
     // restored, so a crash mid-prune leaves only unreferenced chunks.
     const std::string manifest = it->artifact_id + "/manifest";
-    KVFOLD_RETURN_IF_ERROR(at.Remove(manifest));
+    Status s = at.Remove(manifest);
     for (const auto& n : *names) {
-      if (n != manifest && n.starts_with(it->artifact_id + "/"))
-        KVFOLD_RETURN_IF_ERROR(at.Remove(n));
+      if (s.ok() && n != manifest && n.starts_with(it->artifact_id + "/")) s = at.Remove(n);
+    }
+    if (!s.ok()) {
+      // Left as it is; one bad artifact does not keep the others.
+      if (first_failure.ok()) first_failure = s.WithContext("pruning artifact " + it->artifact_id);
+      continue;
     }
     if (removed != nullptr) removed->push_back(it->artifact_id);
   }
-  return Status::OK();
+  return first_failure;
+}
+
+VerifyOptions PruneTrustOfExporter(std::vector<std::string> trusted_key_files,
+                                   const std::string& sign_key_file) {
+  if (!sign_key_file.empty()) trusted_key_files.push_back(sign_key_file);
+  return VerifyOptions{.trusted_key_files = std::move(trusted_key_files)};
 }
 
 }  // namespace kvfold

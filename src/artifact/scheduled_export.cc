@@ -160,7 +160,11 @@ ScheduledExport::Round ScheduledExport::Attempt() {
   if (opt_.keep > 0) {
     // A prune that fails leaves extra artifacts, never a missing one.
     Status pruned = PruneArtifacts(
-        to_, PruneOptions{.keep = opt_.keep, .min_age = opt_.keep_younger_than}, nullptr);
+        to_,
+        PruneOptions{.keep = opt_.keep,
+                     .min_age = opt_.keep_younger_than,
+                     .verify = PruneTrustOfExporter(opt_.trusted_key_files, opt_.sign_key_file)},
+        nullptr);
     if (!pruned.ok()) Log(LogLevel::kWarning, "export: prune: " + pruned.ToString());
   }
   return RoundOf(ExportOutcome::kWritten, Status::OK(), std::move(m).value());

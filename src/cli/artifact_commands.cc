@@ -125,6 +125,7 @@ struct ExportFlags {
   std::string fold;
   std::string to;
   std::string sign_key;
+  std::vector<std::string> trusted;
   size_t keep = 0;
   std::string min_age = "1h";
   bool json = false;
@@ -166,7 +167,11 @@ int RunExport(ExportFlags& f) {
   if (f.keep > 0) {
     std::vector<std::string> removed;
     Status pruned =
-        PruneArtifacts(**to, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
+        PruneArtifacts(**to,
+                       PruneOptions{.keep = f.keep,
+                                    .min_age = *min_age,
+                                    .verify = PruneTrustOfExporter(f.trusted, f.sign_key)},
+                       &removed);
     if (!pruned.ok()) return Report("export", pruned);
     for (const auto& id : removed) Log().Info("pruned " + id);
   }
@@ -329,7 +334,11 @@ int RunPrune(const ArtifactsFlags& f) {
   auto min_age = ParseDuration(f.min_age, /*allow_zero=*/true);
   if (!min_age.ok()) return Report("artifacts prune", min_age.status().WithContext("--min-age"));
   std::vector<std::string> removed;
-  Status s = PruneArtifacts(**at, PruneOptions{.keep = f.keep, .min_age = *min_age}, &removed);
+  Status s = PruneArtifacts(**at,
+                            PruneOptions{.keep = f.keep,
+                                         .min_age = *min_age,
+                                         .verify = VerifyOptions{.trusted_key_files = f.trusted}},
+                            &removed);
   for (const auto& id : removed) std::cout << "removed " << id << "\n";
   return Report("artifacts prune", s);
 }
@@ -352,6 +361,10 @@ Runner AddExportCommand(CLI::App& app) {
   cmd->add_option("--min-age", f->min_age,
                   "with --keep, never prune an artifact younger than this (a seed may be "
                   "reading it), e.g. 0s, 30m, 2h (default 1h)");
+  cmd->add_option("--trusted-key", f->trusted,
+                  "with --keep, prune only artifacts signed by this PEM Ed25519 public key or "
+                  "--sign-key's; repeatable")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--json", f->json, "print the new manifest as JSON");
   AddConnectFlags(cmd, &f->connect);
   AddTransportFlags(cmd, &f->transport);
@@ -420,6 +433,11 @@ Runner AddArtifactsCommand(CLI::App& app) {
   prune->add_option("--min-age", f->min_age,
                     "never remove an artifact younger than this (a seed may be reading it), "
                     "e.g. 0s, 30m, 2h (default 1h)");
+  prune
+      ->add_option("--trusted-key", f->trusted,
+                   "consider only artifacts signed by this PEM Ed25519 public key (unsigned "
+                   "or foreign-signed ones are never removed); repeatable")
+      ->check(CLI::ExistingFile);
   return [f, list, inspect, verify, prune] {
     KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", ResolveConnectFlags(&f->connect, false));
     KVFOLD_RETURN_IF_ERROR_EXIT("artifacts", ResolveTransportFlags(&f->transport));

@@ -84,6 +84,7 @@ ScheduledExportOptions ExportOptionsOf(const MirrorFlags& f, std::chrono::millis
   options.sign_key_file = f.sign_key;
   options.trusted_key_files = f.trusted_keys;
   options.keep = f.keep;
+  options.trusted_key_files = f.trusted_keys;
   options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
   options.metrics = metrics;
   return options;
@@ -443,7 +444,8 @@ Runner AddMirrorCommand(CLI::App& app) {
                   "run a key-set diff this often to drop keys whose delete markers were "
                   "purged (buckets whose key listing is the truth), e.g. 1h");
   cmd->add_option("--trusted-key", flags->trusted_keys,
-                  "PEM Ed25519 public key restores accept signatures of; repeatable");
+                  "PEM Ed25519 public key restores accept signatures of, and the only ones "
+                  "(with --sign-key's) whose artifacts --keep prunes; repeatable");
   cmd->add_flag("--require-signature", flags->require_signature,
                 "restore only from artifacts signed by a --trusted-key");
   cmd->add_flag("--no-sync", flags->no_sync,

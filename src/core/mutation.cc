@@ -83,6 +83,9 @@ constexpr const char* kKnown[] = {
     "lease-trust-far-expiry",    // lease: a lease expiring years ahead is honoured
     "s3-bare-404-no-bucket",     // S3: a bare 404 to HEAD of the bucket counts as no bucket
     "object-meta-any-nuid",      // object store: a meta's nuid goes into subjects unchecked
+    "dir-remove-follows-links",  // directory transport: a removal follows a directory swapped for
+                                 // a link
+    "prune-trust-unverified",    // prune: a manifest no trusted key signed decides a removal
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored

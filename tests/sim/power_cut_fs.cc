@@ -268,6 +268,11 @@ Status PowerCutFs::Remove(const std::string& path) {
   return Status::OK();
 }
 
+// This file system has no symbolic links: nothing to refuse on the way.
+Status PowerCutFs::RemoveBelow(const std::string& root, const std::string& name) {
+  return Remove(root + "/" + name);
+}
+
 StatusOr<std::string> PowerCutFs::ReadFile(const std::string& path) {
   std::lock_guard<std::mutex> l(mu_);
   KVFOLD_RETURN_IF_ERROR(Operation("read " + path));
