@@ -3,11 +3,19 @@
 // plants, prune never removes anything outside the location nor because of
 // a manifest a restore would refuse.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <thread>
 
 #include "artifact.pb.h"
 #include "artifact/manifest_codec.h"
@@ -66,6 +74,24 @@ std::map<std::string, uintmax_t> FilesOf(const std::string& dir) {
   return out;
 }
 
+// Runs `read` on a thread of its own and returns what it returned. A read
+// still running after 10 s fails the test, and is unblocked by opening the
+// FIFO `fifo` (if any) for writing and closing it.
+Status ReadWithin10s(const std::function<Status()>& read, const std::string& fifo = "") {
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  std::thread reader([&] { done.set_value(read()); });
+  if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "the read hung";
+    if (!fifo.empty()) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  reader.join();
+  return result.get();
+}
+
 // Runs `swap` right before each Remove reaches `inner`: what a hostile
 // writer racing prune can do between its listing and each removal, made
 // deterministic.
@@ -77,7 +103,9 @@ class SwapBeforeRemove final : public Transport {
   Status Put(const std::string& name, std::string_view bytes) override {
     return inner_.Put(name, bytes);
   }
-  StatusOr<std::string> Get(const std::string& name) override { return inner_.Get(name); }
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) override {
+    return inner_.Get(name, max_bytes);
+  }
   Status Remove(const std::string& name) override {
     swap_();
     return inner_.Remove(name);
@@ -249,6 +277,137 @@ TEST_F(HostileLocationTest, ForgedNewerManifestsDoNotPushRealOnesOutOfKeep) {
   EXPECT_TRUE(removed.empty()) << removed.front();
   EXPECT_TRUE(VerifyArtifact(*to_, a1.artifact_id, {}).ok());
   EXPECT_TRUE(VerifyArtifact(*to_, a2.artifact_id, {}).ok());
+}
+
+// A frame whose length field says 2^31 bytes or more is refused before that
+// length, as an int, could reach the protobuf parser as a negative size
+// (in a build with assertions protobuf aborts on it; without, it takes
+// the size as about 2^64). Here the frame is whole: 2 GiB of envelope (an
+// anonymous mapping of zeros; untouched pages cost no memory) and a valid
+// checksum (worked out once, not to hash 2 GiB on every run), so nothing
+// but a size limit stops it.
+TEST(ManifestFrameTest, AFrameOfTwoGiBOrMoreIsRefusedBeforeTheParser) {
+  const uint64_t n = uint64_t{1} << 31;
+  const size_t size = n + 40;
+  void* mapped = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(mapped, MAP_FAILED);
+  char* bytes = static_cast<char*>(mapped);
+  std::memcpy(bytes, "KVFM\x80\0\0\0", 8);
+  // SHA-256 of "KVFM" 80 00 00 00 and 2^31 zero bytes.
+  const char sum[] =
+      "\x0b\xf8\x36\xb5\xe8\x15\x2c\x24\x08\xb1\x21\x3a\xc5\x74\x6a\x25"
+      "\x39\x26\x6e\xaa\xa9\x83\xcf\xdc\x8f\xa2\x6b\x6c\x0d\x84\x1f\x3c";
+  std::memcpy(bytes + 8 + n, sum, 32);
+  wire::ManifestEnvelope env;
+  wire::Manifest m;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = artifact::DecodeManifestFrame(std::string_view(bytes, size), "m", &env, &m);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::munmap(mapped, size);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("m is 2147483688 bytes, more than the 16777216 a manifest may hold"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_LT(took, std::chrono::milliseconds(500)) << "read before it was refused";
+
+  // Only the header, claiming as much.
+  s = artifact::DecodeManifestFrame(std::string("KVFM\x80\0\0\0", 8) + std::string(32, '\0'), "m",
+                                    &env, &m);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("m frame says 2147483648 envelope bytes, more than"),
+            std::string::npos)
+      << s.ToString();
+}
+
+// An export never publishes a manifest its own readers refuse as too large:
+// one whose chunk list outgrows the cap fails with nothing left behind.
+TEST_F(HostileLocationTest, AnExportWhoseManifestOutgrowsTheCapPublishesNothing) {
+  auto fold = NewMemoryFold();
+  FoldCommit c;
+  // Each chunk (one record) lists its 200 kB key twice: 45 of them pass
+  // 16 MiB.
+  for (int i = 0; i < 45; ++i) {
+    c.entries[std::string(200000, 'k') + std::to_string(1000 + i)] =
+        Entry{uint64_t(i + 1), false, ""};
+  }
+  c.cursor = 300;
+  c.bucket = "cfg";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(fold->Commit(c).ok());
+  ExportOptions o;
+  o.chunk_raw_bytes = 1;
+  auto m = ExportArtifact(*fold, *to_, o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().IsInvalidArgument()) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("(45 chunks), more than the 16777216 readers take"),
+            std::string::npos)
+      << m.status().ToString();
+  EXPECT_TRUE(to_->List()->empty());
+  EXPECT_FALSE(*to_->ReadPointer());
+}
+
+// A sparse 64 GiB file where a manifest belongs costs no disk, and once
+// killed every exporter that pruned (reading it whole) and every seed when
+// LATEST named it. It is refused by its size, unread.
+TEST_F(HostileLocationTest, AHugeSparseManifestIsRefusedUnread) {
+  const ArtifactManifest real = ExportAt(61, "");
+  const std::string path = Arts() + "/" + real.artifact_id + "/manifest";
+  ASSERT_EQ(::truncate(path.c_str(), int64_t{64} << 30), 0) << std::strerror(errno);
+  const auto start = std::chrono::steady_clock::now();
+  auto m = ReadArtifactManifest(*to_, real.artifact_id, {});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_FALSE(m.ok());
+  EXPECT_TRUE(m.status().IsCorruption()) << m.status().ToString();
+  EXPECT_NE(m.status().message().find("is 68719476736 bytes, more than the 16777216"),
+            std::string::npos)
+      << m.status().ToString();
+
+  std::vector<std::string> unreadable;
+  ASSERT_TRUE(ListArtifacts(*to_, &unreadable).ok());
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_NE(unreadable[0].find("68719476736 bytes"), std::string::npos) << unreadable[0];
+  EXPECT_TRUE(PruneArtifacts(*to_, PruneOptions{.keep = 1, .min_age = {}}, nullptr).ok());
+  auto fold = NewMemoryFold();
+  auto seeded = SeedFold(*fold, *to_, {});
+  ASSERT_FALSE(seeded.ok());
+  EXPECT_NE(seeded.status().message().find("68719476736 bytes"), std::string::npos)
+      << seeded.status().ToString();
+}
+
+// A FIFO (no writer: opening it to read waits forever) or a link to
+// /dev/zero (endless) where a manifest, a chunk or LATEST belongs is
+// refused at once, by what it is, without hanging or reading it.
+TEST_F(HostileLocationTest, FifosAndLinksToDevicesAreRefusedWithoutHanging) {
+  const ArtifactManifest real = ExportAt(61, "");
+  const std::string manifest = Arts() + "/" + real.artifact_id + "/manifest";
+  const std::string chunk = Arts() + "/" + real.chunks[0].name;
+  const std::string pointer = Arts() + "/LATEST";
+  const std::string fold_dir = dir_.path() + "/fold";
+  for (const std::string& target : {manifest, chunk, pointer}) {
+    for (const bool fifo : {true, false}) {
+      SCOPED_TRACE(target + (fifo ? " as a FIFO" : " as a link to /dev/zero"));
+      const std::string saved = ReadWholeFile(target);
+      fs::remove(target);
+      if (fifo) {
+        ASSERT_EQ(::mkfifo(target.c_str(), 0600), 0) << std::strerror(errno);
+      } else {
+        fs::create_symlink("/dev/zero", target);
+      }
+      auto fold = NewMemoryFold();
+      Status s =
+          ReadWithin10s([&] { return SeedFold(*fold, *to_, {}).status(); }, fifo ? target : "");
+      EXPECT_FALSE(s.ok());
+      EXPECT_NE(s.message().find(fifo ? "is a FIFO" : "is a symbolic link"), std::string::npos)
+          << s.ToString();
+      EXPECT_TRUE(LiveEntries(*fold).empty());
+      fs::remove(target);
+      WriteFile(target, saved);
+    }
+  }
+  auto fold = NewMemoryFold();
+  EXPECT_TRUE(SeedFold(*fold, *to_, {}).ok());
 }
 
 }  // namespace

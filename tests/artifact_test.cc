@@ -528,7 +528,7 @@ TEST_F(ArtifactTest, TraversalNamesAreRefused) {
   for (const char* name :
        {"../escape", "a/../../etc/passwd", "/abs", "a//b", ".", "a/./b", "bad name", "a\\b"}) {
     EXPECT_TRUE(to_->Put(name, "x").IsInvalidArgument()) << name;
-    EXPECT_TRUE(to_->Get(name).status().IsInvalidArgument()) << name;
+    EXPECT_TRUE(to_->Get(name, 1 << 20).status().IsInvalidArgument()) << name;
   }
   EXPECT_FALSE(fs::exists(dir_.path() + "/escape"));
   SeedOptions o;
@@ -642,12 +642,12 @@ class FlakyReads final : public Transport {
       : inner_(inner), name_(std::move(name)), fault_(std::move(fault)), times_(times) {}
   const std::string& location() const override { return inner_.location(); }
   Status Put(const std::string& n, std::string_view b) override { return inner_.Put(n, b); }
-  StatusOr<std::string> Get(const std::string& n) override {
+  StatusOr<std::string> Get(const std::string& n, uint64_t max_bytes) override {
     if (n == name_ && times_ > 0) {
       --times_;
       return fault_;
     }
-    return inner_.Get(n);
+    return inner_.Get(n, max_bytes);
   }
   Status Remove(const std::string& n) override { return inner_.Remove(n); }
   StatusOr<std::vector<std::string>> List() override { return inner_.List(); }

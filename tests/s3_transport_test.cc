@@ -98,5 +98,113 @@ TEST_F(S3TransportTest, NoSuchBucketIsAbsence) {
   EXPECT_EQ(server.puts(), 0);
 }
 
+// A bucket whose objects a hostile writer made: "declared" says 256 MiB in
+// its Content-Length, "unsized" and "LATEST" send as much without one
+// (ended by the connection's close), "small" is 10 bytes; anything else is
+// NoSuchKey.
+// Counts the body bytes it got out.
+class HugeObjectS3 {
+ public:
+  HugeObjectS3() {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      auto endless = [this](size_t offset, httplib::DataSink& sink) {
+        static const std::string block(64 << 10, 'z');
+        if (offset >= kHuge) {
+          sink.done();
+          return true;
+        }
+        if (!sink.write(block.data(), block.size())) return false;
+        sent_ += block.size();
+        return true;
+      };
+      if (req.method == "HEAD") {
+        res.status = 200;
+      } else if (req.path.ends_with("/declared")) {
+        res.set_content_provider(kHuge, "application/octet-stream",
+                                 [endless](size_t offset, size_t, httplib::DataSink& sink) {
+                                   return endless(offset, sink);
+                                 });
+      } else if (req.path.ends_with("/unsized") || req.path.ends_with("/LATEST")) {
+        res.set_content_provider("application/octet-stream", endless);
+      } else if (req.path.ends_with("/small")) {
+        res.set_content("0123456789", "application/octet-stream");
+      } else {
+        res.status = 404;
+        res.set_content(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
+            "<Message>The specified key does not exist.</Message></Error>",
+            "application/xml");
+      }
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~HugeObjectS3() {
+    server_.stop();
+    thread_.join();
+  }
+  HugeObjectS3(const HugeObjectS3&) = delete;
+  HugeObjectS3& operator=(const HugeObjectS3&) = delete;
+
+  TransportOptions Options() const {
+    TransportOptions o;
+    o.s3.endpoint = "http://127.0.0.1:" + std::to_string(port_);
+    o.s3.region = "us-east-1";
+    o.s3.addressing = S3Options::Addressing::kPath;
+    o.s3.max_attempts = 1;
+    return o;
+  }
+  uint64_t sent() const { return sent_; }
+
+  static constexpr size_t kHuge = size_t{256} << 20;
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::atomic<uint64_t> sent_{0};
+  std::thread thread_;
+};
+
+// Guards the reader's memory against a hostile writer to the bucket: an
+// object larger than what its reader takes (a manifest's cap, a chunk's
+// size in the manifest) is refused without its body being read, whether
+// the answer declares its length or not; a missing small object is still
+// NotFound (its error answer is read even when it is larger than the
+// object asked for).
+TEST_F(S3TransportTest, AnObjectLargerThanItsReaderTakesIsRefusedUnread) {
+  HugeObjectS3 server;
+  auto t = OpenTransport("s3://some-bucket", ConnectOptions{}, server.Options());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  for (const std::string name : {"declared", "unsized"}) {
+    SCOPED_TRACE(name);
+    const auto start = std::chrono::steady_clock::now();
+    auto got = (*t)->Get(name, 1 << 20);
+    ASSERT_FALSE(got.ok());
+    EXPECT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+    EXPECT_NE(got.status().message().find(
+                  name == "declared" ? "object declared in s3://some-bucket is 268435456 bytes, "
+                                       "more than the 1048576 expected of it"
+                                     : "object unsized in s3://some-bucket holds more than the "
+                                       "1048576 bytes expected of it"),
+              std::string::npos)
+        << got.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+  auto pointer = (*t)->ReadPointer();
+  EXPECT_TRUE(pointer.status().IsCorruption()) << pointer.status().ToString();
+  EXPECT_NE(pointer.status().message().find("the latest pointer of s3://some-bucket holds more "
+                                            "than 65536 bytes"),
+            std::string::npos)
+      << pointer.status().ToString();
+  // What the server got out before the client hung up (socket buffers).
+  EXPECT_LT(server.sent(), uint64_t{32} << 20);
+  EXPECT_EQ(*(*t)->Get("small", 10), "0123456789");
+  auto small_over = (*t)->Get("small", 9);
+  EXPECT_TRUE(small_over.status().IsCorruption()) << small_over.status().ToString();
+  auto missing = (*t)->Get("missing", 10);
+  EXPECT_TRUE(missing.status().IsNotFound()) << missing.status().ToString();
+}
+
 }  // namespace
 }  // namespace kvfold

@@ -70,8 +70,14 @@ class Transport {
   // Stores `bytes` under `name` durably; readers see all of it or nothing.
   // REQUIRES: ValidateObjectName(name).ok()
   virtual Status Put(const std::string& name, std::string_view bytes) = 0;
-  // NotFound when there is no such object.
-  virtual StatusOr<std::string> Get(const std::string& name) = 0;
+  // The object's bytes. NotFound when there is no such object. Corruption,
+  // without reading it, when it is larger than `max_bytes` (judged by its
+  // stored size before the read, and again while reading where the size is
+  // not known first), so what a writer to the location stores never costs
+  // a reader more than `max_bytes` of memory; likewise for an object that
+  // is not one kvfold could have stored (a directory location: a symbolic
+  // link, a FIFO, a device).
+  virtual StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) = 0;
   virtual Status Remove(const std::string& name) = 0;
   // Every object name (the pointer excluded), sorted.
   virtual StatusOr<std::vector<std::string>> List() = 0;

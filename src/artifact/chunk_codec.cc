@@ -10,6 +10,7 @@ namespace kvfold::artifact {
 
 namespace {
 constexpr int kZstdLevel = 3;
+static_assert(kMaxChunkStoredBytes == ZSTD_COMPRESSBOUND(kMaxChunkRawBytes));
 }  // namespace
 
 namespace {

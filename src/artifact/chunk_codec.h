@@ -19,6 +19,9 @@ namespace kvfold::artifact {
 // The largest raw chunk (record stream) a reader accepts; bounds memory
 // whatever a manifest says. One record must fit in it too.
 inline constexpr uint64_t kMaxChunkRawBytes = uint64_t{64} << 20;
+// The largest stored (compressed) chunk: what zstd makes of the largest raw
+// chunk at worst (ZSTD_COMPRESSBOUND), a little over 64 MiB.
+inline constexpr uint64_t kMaxChunkStoredBytes = kMaxChunkRawBytes + (kMaxChunkRawBytes >> 8);
 
 // OK when an artifact of schema `min_reader_version` may hold `key`: from
 // kArtifactSchemaAnyKey on, any non-empty key (a fold holds every key a

@@ -89,9 +89,9 @@ class DirectoryTransport final : public Transport {
     return WriteAtomically(*ops_, target, bytes);
   }
 
-  StatusOr<std::string> Get(const std::string& name) override {
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
-    return ops_->ReadFile((root_ / name).string());
+    return ops_->ReadFile(root_.string(), name, max_bytes);
   }
 
   // Below the root nothing is followed: another writer to the location can
@@ -123,7 +123,7 @@ class DirectoryTransport final : public Transport {
   }
 
   StatusOr<std::optional<ArtifactPointer>> ReadPointer() override {
-    auto bytes = ops_->ReadFile((root_ / kPointerName).string());
+    auto bytes = ops_->ReadFile(root_.string(), kPointerName, kMaxPointerBytes);
     if (bytes.status().IsNotFound()) return std::optional<ArtifactPointer>();
     if (!bytes.ok()) return bytes.status();
     auto p = DecodePointer(*bytes, location_);

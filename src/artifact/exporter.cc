@@ -247,11 +247,9 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
   return Why();
 }
 
-// The manifest after its chunks, signed when `signer`; then the pointer,
-// with `next`'s permission to replace the current one.
-Status PublishManifest(Transport& to, const ExportOptions& options,
-                       const artifact::SigningKey* signer, const ArtifactPointer& next,
-                       ArtifactManifest* m) {
+// The manifest object, signed when `signer`. InvalidArgument when it is
+// larger than readers take (kMaxManifestBytes).
+StatusOr<std::string> ManifestFrame(const artifact::SigningKey* signer, ArtifactManifest* m) {
   ::kvfold::wire::ManifestEnvelope envelope;
   envelope.set_manifest(artifact::ToProto(*m).SerializeAsString());
   if (signer) {
@@ -262,8 +260,23 @@ Status PublishManifest(Transport& to, const ExportOptions& options,
     m->is_signed = true;
     m->signer_public_key = signer->public_key();
   }
-  KVFOLD_RETURN_IF_ERROR(
-      to.Put(m->artifact_id + "/manifest", artifact::EncodeManifestFrame(envelope)));
+  std::string frame = artifact::EncodeManifestFrame(envelope);
+  if (frame.size() > artifact::kMaxManifestBytes) {
+    return Status::InvalidArgument(
+        "the manifest of this export would be " + std::to_string(frame.size()) + " bytes (" +
+        std::to_string(m->chunks.size()) + " chunks), more than the " +
+        std::to_string(artifact::kMaxManifestBytes) +
+        " readers take; export in larger chunks (ExportOptions::chunk_raw_bytes, at most " +
+        std::to_string(artifact::kMaxChunkRawBytes / 2) + ")");
+  }
+  return frame;
+}
+
+// The manifest after its chunks; then the pointer, with `next`'s
+// permission to replace the current one.
+Status PublishManifest(Transport& to, const ExportOptions& options, const std::string& frame,
+                       const ArtifactPointer& next, ArtifactManifest* m) {
+  KVFOLD_RETURN_IF_ERROR(to.Put(m->artifact_id + "/manifest", frame));
   if (!options.advance_pointer) return Status::OK();
   ArtifactPointer pointer = next;
   pointer.artifact_id = m->artifact_id;
@@ -347,9 +360,10 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   if (inner.ok()) inner = scanned;
   Status finished = chunks.Finish(/*publish_last=*/inner.ok());
   if (inner.ok()) inner = finished;
-  if (!inner.ok()) {
+  auto frame = inner.ok() ? ManifestFrame(signer.get(), &m) : StatusOr<std::string>(inner);
+  if (!frame.ok()) {
     chunks.RemovePublished();
-    return inner;
+    return frame.status();
   }
   if (next.replaces_invalid) {
     // Judged before the chunks were written, maybe minutes ago: judged
@@ -364,7 +378,7 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
     }
     if (!still) next.replaces_invalid.reset();
   }
-  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, signer.get(), next, &m));
+  KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, *frame, next, &m));
   if (next.replaces_invalid && options.replaced_pointer) options.replaced_pointer(invalid_why);
   return m;
 }

@@ -10,8 +10,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -222,16 +220,55 @@ class PosixOps final : public FileOps {
     return Status::OK();
   }
 
-  StatusOr<std::string> ReadFile(const std::string& path) override {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::error_code ec;
-      if (!fs::exists(path, ec)) return Status::NotFound(path + " does not exist");
-      return Status::IOError("cannot read " + path);
+  StatusOr<std::string> ReadFile(const std::string& root, const std::string& name,
+                                 uint64_t max_bytes) override {
+    const auto [dirs, leaf] = SplitLast(name);
+    auto dir = OpenDirBelow(root, dirs);
+    if (!dir.ok()) return dir.status();
+    const std::string path = root + "/" + name;
+    UniqueFd fd(::openat(dir->get(), leaf.c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    struct stat st {};
+    if (fd.get() < 0) {
+      const int open_errno = errno;
+      if (open_errno == ENOENT) return Status::NotFound(path + " does not exist");
+      if (open_errno == ELOOP &&
+          ::fstatat(dir->get(), leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return Status::Corruption(path + " is " + KindOf(st.st_mode) +
+                                  ", where kvfold keeps a regular file: refused, not followed");
+      }
+      errno = open_errno;
+      return Errno("opening " + path);
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
+    if (::fstat(fd.get(), &st) != 0) return Errno("reading the status of " + path);
+    if (!S_ISREG(st.st_mode) && !KVFOLD_MUTANT("dir-read-any-kind")) {
+      return Status::Corruption(path + " is " + KindOf(st.st_mode) +
+                                ", where kvfold keeps a regular file: refused unread");
+    }
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size > max_bytes) {
+      return Status::Corruption(path + " is " + std::to_string(size) + " bytes, more than the " +
+                                std::to_string(max_bytes) + " expected of it: refused unread");
+    }
+    // Exactly the size seen, and then the end of the file: never more.
+    std::string out(size, '\0');
+    size_t done = 0;
+    char past_end;
+    while (true) {
+      const bool at_end = done == out.size();
+      const ssize_t n = at_end ? ::read(fd.get(), &past_end, 1)
+                               : ::read(fd.get(), out.data() + done, out.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Errno("reading " + path);
+      }
+      if (n == 0 && at_end) return out;
+      if (n == 0 || at_end) {
+        return Status::Corruption(path + " changed size while read (" + std::to_string(size) +
+                                  " bytes at first): refused");
+      }
+      done += static_cast<size_t>(n);
+    }
   }
 
   StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) override {

@@ -12,6 +12,7 @@
 #define KVFOLD_ARTIFACT_FILE_OPS_H_
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -79,8 +80,13 @@ class FileOps {
   // Corruption, and nothing outside `root` is touched. NotFound when there
   // is none; IOError for a directory that is not empty.
   virtual Status RemoveBelow(const std::string& root, const std::string& name) = 0;
-  // The whole file. NotFound when there is none.
-  virtual StatusOr<std::string> ReadFile(const std::string& path) = 0;
+  // The whole regular file `name` below the directory `root`, reached as
+  // RemoveBelow reaches it (no symbolic link followed) and opened without
+  // waiting (O_NONBLOCK: a FIFO would wait for a writer). Corruption,
+  // unread, when it is anything but a regular file (a link, a FIFO, a
+  // device) or larger than `max_bytes`. NotFound when there is none.
+  virtual StatusOr<std::string> ReadFile(const std::string& root, const std::string& name,
+                                         uint64_t max_bytes) = 0;
   // Every regular file below `dir`, at any depth, as a path relative to
   // `dir`, in no particular order. Symbolic links are neither listed nor
   // followed.

@@ -1,5 +1,7 @@
 #include "artifact/manifest_codec.h"
 
+#include <climits>
+
 #include "artifact/signer.h"
 #include "core/mutation.h"
 
@@ -18,8 +20,17 @@ std::string EncodeManifestFrame(const pb::ManifestEnvelope& envelope) {
   return out;
 }
 
+// The envelope's length goes to the protobuf parser as an int.
+static_assert(kMaxManifestBytes <= INT_MAX);
+
 Status DecodeManifestFrame(std::string_view bytes, const std::string& what,
                            pb::ManifestEnvelope* envelope, pb::Manifest* manifest) {
+  const bool capped = !KVFOLD_MUTANT("manifest-skip-size-cap");
+  if (capped && bytes.size() > kMaxManifestBytes) {
+    return Status::Corruption(what + " is " + std::to_string(bytes.size()) +
+                              " bytes, more than the " + std::to_string(kMaxManifestBytes) +
+                              " a manifest may hold");
+  }
   if (bytes.size() < kManifestMagic.size() + 4 + 32) {
     return Status::Corruption(what + " is " + std::to_string(bytes.size()) +
                               " bytes, too short for a manifest frame (truncated?)");
@@ -30,6 +41,11 @@ Status DecodeManifestFrame(std::string_view bytes, const std::string& what,
   }
   uint32_t n = 0;
   for (int i = 4; i < 8; ++i) n = (n << 8) | static_cast<uint8_t>(bytes[i]);
+  if (capped && n > kMaxManifestBytes - 40) {
+    return Status::Corruption(what + " frame says " + std::to_string(n) +
+                              " envelope bytes, more than the " +
+                              std::to_string(kMaxManifestBytes) + " a manifest may hold");
+  }
   if (static_cast<uint64_t>(n) + 8 + 32 != bytes.size()) {
     return Status::Corruption(
         what + " frame says " + std::to_string(n) + " envelope bytes but holds " +

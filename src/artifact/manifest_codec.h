@@ -5,6 +5,7 @@
 #ifndef KVFOLD_ARTIFACT_MANIFEST_CODEC_H_
 #define KVFOLD_ARTIFACT_MANIFEST_CODEC_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,13 @@
 namespace kvfold::artifact {
 
 inline constexpr std::string_view kManifestMagic = "KVFM";
+// The largest manifest object (frame included) a reader takes and a writer
+// writes. Its chunk list dominates: about 110 bytes per chunk plus its
+// first and last key, so 16 MiB lists some 80,000 chunks with 50-byte
+// keys, a 300 GiB fold at the default 4 MiB chunks (artifacts/FORMAT.md,
+// "Limits"). It bounds a reader's memory whatever a writer to the location
+// stores, and keeps the frame length an int for the protobuf parser.
+inline constexpr uint64_t kMaxManifestBytes = uint64_t{16} << 20;
 
 // Frames `envelope`.
 std::string EncodeManifestFrame(const kvfold::wire::ManifestEnvelope& envelope);

@@ -8,6 +8,7 @@
 #include "artifact/pointer_codec.h"
 #include "artifact/signer.h"
 #include "core/base64.h"
+#include "core/mutation.h"
 #include "core/pointer_rule.h"
 #include "nats/nats_connection.h"
 
@@ -109,14 +110,14 @@ class ObjectStoreTransport final : public Transport {
     return Status::OK();
   }
 
-  StatusOr<std::string> Get(const std::string& name) override {
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
     auto meta = ReadMeta(name);
     if (!meta.ok()) return meta.status();
     if (!*meta || (*meta)->meta.deleted) {
       return Status::NotFound("object " + name + " does not exist in " + location_);
     }
-    return ReadData(name, (*meta)->meta);
+    return ReadData(name, (*meta)->meta, max_bytes);
   }
 
   Status Remove(const std::string& name) override {
@@ -170,7 +171,7 @@ class ObjectStoreTransport final : public Transport {
       auto meta = ReadMeta(kPointerName);
       if (!meta.ok()) return meta.status();
       if (!*meta || (*meta)->meta.deleted) return std::optional<ArtifactPointer>();
-      auto data = ReadData(kPointerName, (*meta)->meta);
+      auto data = ReadData(kPointerName, (*meta)->meta, kMaxPointerBytes);
       if (data.ok()) {
         auto p = DecodePointer(*data, location_);
         if (!p.ok()) return p.status();
@@ -189,7 +190,7 @@ class ObjectStoreTransport final : public Transport {
       if (*meta) {
         expected_seq = (*meta)->seq;
         if (!(*meta)->meta.deleted) {
-          auto data = ReadData(kPointerName, (*meta)->meta);
+          auto data = ReadData(kPointerName, (*meta)->meta, kMaxPointerBytes);
           if (!data.ok()) {
             // Raced a swap (the meta moved on: read again), or the meta
             // names data that is gone, which no retry mends.
@@ -318,7 +319,17 @@ class ObjectStoreTransport final : public Transport {
                        nuid};
   }
 
-  StatusOr<std::string> ReadData(const std::string& name, const ObjectMeta& meta) {
+  // The object's data, refused unread when its meta says it holds more
+  // than `max_bytes`; the read stops as soon as it holds more than the meta
+  // says.
+  StatusOr<std::string> ReadData(const std::string& name, const ObjectMeta& meta,
+                                 uint64_t max_bytes) {
+    if (meta.size > max_bytes && !KVFOLD_MUTANT("obj-read-past-max")) {
+      return Status::Corruption("object " + name + " in " + location_ + " is " +
+                                std::to_string(meta.size) +
+                                " bytes (its meta says), more than the " +
+                                std::to_string(max_bytes) + " expected of it: refused unread");
+    }
     // One direct get per chunk, each answered at once: when a concurrent
     // swap or prune purged the chunks, the read fails at the first missing
     // one, where a consumer would wait out its timeout.

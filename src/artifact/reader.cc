@@ -35,13 +35,13 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
     return Status::InvalidArgument("requiring a signature needs at least one trusted key");
   }
   const std::string what = "manifest of artifact " + artifact_id + " at " + from.location();
-  auto bytes = from.Get(artifact_id + "/manifest");
+  auto bytes = from.Get(artifact_id + "/manifest", artifact::kMaxManifestBytes);
   if (!bytes.ok()) {
     if (bytes.status().IsNotFound()) {
       return Status::NotFound("artifact " + artifact_id + " not found at " + from.location() +
                               " (no manifest)");
     }
-    return bytes.status();
+    return bytes.status().WithContext(what);
   }
   ::kvfold::wire::ManifestEnvelope envelope;
   ::kvfold::wire::Manifest proto;
@@ -125,10 +125,16 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
   const ArtifactChunk& c = m.chunks[index];
   const std::string what =
       "chunk " + std::to_string(index) + " (" + c.name + ") of artifact " + m.artifact_id;
-  auto bytes = from.Get(c.name);
+  if (c.compressed_size > kMaxChunkStoredBytes) {
+    return Status::Corruption(what + " is listed at " + std::to_string(c.compressed_size) +
+                              " bytes, more than the " + std::to_string(kMaxChunkStoredBytes) +
+                              " any chunk compresses to");
+  }
+  // The manifest's size bounds the read: a larger object is refused unread.
+  auto bytes = from.Get(c.name, c.compressed_size);
   if (!bytes.ok()) {
     if (bytes.status().IsNotFound()) return Status::Corruption(what + " is missing");
-    return bytes.status();
+    return bytes.status().WithContext(what);
   }
   *stored_bytes = bytes->size();
   if (bytes->size() != c.compressed_size) {

@@ -2,22 +2,37 @@
 
 #include <curl/curl.h>
 
+#include <charconv>
 #include <mutex>
 #include <thread>
 
 #include "artifact/s3_xml.h"
 #include "artifact/signer.h"
 #include "core/backoff.h"
+#include "core/mutation.h"
 
 namespace kvfold::artifact {
 namespace {
 
+// Where an answer's body goes, up to `max` bytes.
+struct BodySink {
+  std::string* body;
+  uint64_t max;
+  bool over = false;
+};
+
 size_t AppendBody(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(out);
+  if (sink->body->size() + size * n > sink->max && !KVFOLD_MUTANT("s3-read-past-max")) {
+    sink->over = true;
+    return 0;  // curl ends the transfer (CURLE_WRITE_ERROR)
+  }
+  sink->body->append(data, size * n);
   return size * n;
 }
 
-// Keeps the response headers kvfold reads: ETag and x-amz-bucket-region.
+// Keeps the response headers kvfold reads: ETag, x-amz-bucket-region and
+// Content-Length.
 size_t TakeHeader(char* data, size_t size, size_t n, void* out) {
   auto* response = static_cast<S3Response*>(out);
   std::string_view line(data, size * n);
@@ -31,6 +46,11 @@ size_t TakeHeader(char* data, size_t size, size_t n, void* out) {
     v.remove_suffix(1);
   if (name == "etag") response->etag = std::string(v);
   if (name == "x-amz-bucket-region") response->bucket_region = std::string(v);
+  if (name == "content-length") {
+    int64_t length = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), length);
+    response->content_length = ec == std::errc() && end == v.data() + v.size() ? length : -1;
+  }
   return size * n;
 }
 
@@ -146,13 +166,26 @@ StatusOr<S3Response> S3Client::SendWithRetries(const S3Request& request) {
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
     S3Response response;
+    BodySink sink{&response.body, request.max_body};
+    // Refused by Content-Length before the body; the sink stops a body
+    // that declared none (or lied) once it passes the limit.
+    if (request.max_body < static_cast<uint64_t>(std::numeric_limits<curl_off_t>::max()) &&
+        !KVFOLD_MUTANT("s3-read-past-max")) {
+      curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(request.max_body));
+    }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, AppendBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, TakeHeader);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &response);
     ++requests_sent_;
     const CURLcode code = curl_easy_perform(h);
     curl_slist_free_all(headers);
+    if (code == CURLE_FILESIZE_EXCEEDED || (code == CURLE_WRITE_ERROR && sink.over)) {
+      // Not a fault of the connection: asking again gets the same answer.
+      response.body_over_limit = true;
+      curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
+      return response;
+    }
     if (code == CURLE_OK) {
       curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
       if (!Retried(response)) return response;

@@ -9,7 +9,9 @@
 #ifndef KVFOLD_ARTIFACT_S3_CLIENT_H_
 #define KVFOLD_ARTIFACT_S3_CLIENT_H_
 
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +31,9 @@ struct S3Request {
   std::string query;                 // encoded, names in byte order ("" for none)
   std::string_view body;             // must outlive the Send
   std::vector<std::string> headers;  // "If-Match: \"...\""
+  // The most of an answer's body to read: a longer one (by Content-Length,
+  // or counted as it arrives) is not read on (S3Response::body_over_limit).
+  uint64_t max_body = std::numeric_limits<uint64_t>::max();
 };
 
 struct S3Response {
@@ -36,6 +41,10 @@ struct S3Response {
   std::string body;
   std::string etag;           // the ETag header, quotes kept
   std::string bucket_region;  // x-amz-bucket-region, on a redirect or HEAD
+  // The body held more than S3Request::max_body: reading stopped there
+  // (`body` holds at most that much) and the request was not retried.
+  bool body_over_limit = false;
+  int64_t content_length = -1;  // the Content-Length header; -1 when none
   // S3's error code from the body ("NoSuchKey", "SlowDown"), or "".
   std::string ErrorCode() const;
 };

@@ -13,6 +13,10 @@ namespace {
 
 bool Ok(const S3Response& r) { return r.status >= 200 && r.status < 300; }
 
+// Room for an error answer's XML body (NoSuchKey and its message) when a
+// small object is asked for.
+constexpr uint64_t kErrorBodyBytes = uint64_t{64} << 10;
+
 class S3Transport final : public Transport {
  public:
   S3Transport(S3Config config, std::string location, const S3Options& options)
@@ -113,9 +117,9 @@ class S3Transport final : public Transport {
     return Expect(put, client_.Send(put));
   }
 
-  StatusOr<std::string> Get(const std::string& name) override {
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) override {
     KVFOLD_RETURN_IF_ERROR(ValidateObjectName(name));
-    auto r = GetObject(Key(name));
+    auto r = GetObject(name, max_bytes);
     if (!r.ok()) return r.status();
     return std::move(r->body);
   }
@@ -212,18 +216,40 @@ class S3Transport final : public Transport {
     return q;
   }
 
-  StatusOr<S3Response> GetObject(const std::string& key) {
-    S3Request get("GET", key);
+  // Object `name`, refused (unread when its Content-Length says so, else
+  // as soon as it passes the limit) when it holds more than `max_bytes`.
+  // Room is left for an error answer's body (NoSuchKey) however small
+  // `max_bytes` is.
+  StatusOr<S3Response> GetObject(const std::string& name, uint64_t max_bytes) {
+    S3Request get("GET", Key(name));
+    get.max_body = std::max(max_bytes, kErrorBodyBytes);
     auto r = client_.Send(get);
     if (!r.ok()) return r.status();
     if (!Ok(*r)) return client_.ErrorOf(get, *r);
+    if (r->body_over_limit || r->body.size() > max_bytes) {
+      const std::string what = "object " + name + " in " + location_;
+      const std::string limit = std::to_string(max_bytes);
+      if (r->content_length >= 0) {
+        return Status::Corruption(what + " is " + std::to_string(r->content_length) +
+                                  " bytes, more than the " + limit +
+                                  " expected of it: refused unread");
+      }
+      return Status::Corruption(what + " holds more than the " + limit +
+                                " bytes expected of it: refused after " +
+                                std::to_string(r->body.size()) + " bytes");
+    }
     return r;
   }
 
   StatusOr<PointerRead> ReadPointerWithEtag() {
     S3Request get("GET", Key(kPointerName));
+    get.max_body = kMaxPointerBytes;
     auto r = client_.Send(get);
     if (!r.ok()) return r.status();
+    if (r->body_over_limit) {
+      return Status::Corruption("the latest pointer of " + location_ + " holds more than " +
+                                std::to_string(kMaxPointerBytes) + " bytes: refused unread");
+    }
     // Only NoSuchKey is "nothing published yet".
     if (r->status == 404 && r->ErrorCode() == "NoSuchKey") return PointerRead{};
     if (!Ok(*r)) return client_.ErrorOf(get, *r);

@@ -188,7 +188,7 @@ TEST_F(ArtifactLiveTest, ObjectStoreLayoutReadsBackOverPlainJetStream) {
   got = Api("$JS.API.STREAM.MSG.GET.OBJ_interop", {{"last_by_subj", meta_subject}});
   meta = json::parse(*core::Base64Decode(got["message"]["data"].get<std::string>()));
   EXPECT_EQ(meta["deleted"], true);
-  EXPECT_TRUE((*to)->Get("some-artifact/chunk-000000").status().IsNotFound());
+  EXPECT_TRUE((*to)->Get("some-artifact/chunk-000000", 1 << 20).status().IsNotFound());
 }
 
 // A publish whose ack is lost after the write landed: the transport must
@@ -224,7 +224,7 @@ TEST_F(ArtifactLiveTest, LostPublishAckNeverBricksThePointerOrAnObject) {
   lose = 1;
   Status put = (*to)->Put("x/obj", payload);
   EXPECT_TRUE(put.ok()) << put.ToString();
-  auto got = (*to)->Get("x/obj");
+  auto got = (*to)->Get("x/obj", uint64_t{1} << 30);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(*got, payload);
 }
@@ -299,7 +299,7 @@ TEST_F(ArtifactLiveTest, WrongTypedObjectMetaAndLeaseAreCorruption) {
   publish("$O.typed.M." + core::Base64UrlEncode("bad/size"),
           R"({"nuid":"0123456789ABCDEFGHIJKL","size":"10"})");
   for (const char* name : {"bad/deleted", "bad/size"}) {
-    EXPECT_TRUE((*to)->Get(name).status().IsCorruption()) << name;
+    EXPECT_TRUE((*to)->Get(name, 1 << 20).status().IsCorruption()) << name;
     EXPECT_TRUE((*to)->Remove(name).IsCorruption()) << name;
   }
   EXPECT_TRUE((*to)->List().status().IsCorruption());
@@ -374,7 +374,7 @@ TEST_F(ArtifactLiveTest, MultiChunkReadOfPurgedChunksFailsFast) {
   Api("$JS.API.STREAM.PURGE.OBJ_purged",
       {{"filter", "$O.purged.C." + meta["nuid"].get<std::string>()}});
   const auto start = std::chrono::steady_clock::now();
-  auto read = (*to)->Get("x/obj");
+  auto read = (*to)->Get("x/obj", uint64_t{1} << 30);
   EXPECT_TRUE(read.status().IsNotFound()) << read.status().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
 }

@@ -59,12 +59,12 @@ TEST_F(S3LiveTest, ThrottlingIsRetriedThenReportedByName) {
   const int before = proxy.requests();
   ASSERT_TRUE(t->Put("one", "1").ok());
   EXPECT_EQ(proxy.requests() - before, 4);  // three refused, the fourth stored
-  EXPECT_EQ(*t->Get("one"), "1");
+  EXPECT_EQ(*t->Get("one", 1 << 20), "1");
 
   std::string big(6 << 20, 'x');
   proxy.ThrottleNext(2);
   ASSERT_TRUE(t->Put("big", big).ok());
-  EXPECT_EQ(t->Get("big")->size(), big.size());
+  EXPECT_EQ(t->Get("big", uint64_t{1} << 30)->size(), big.size());
 
   proxy.ThrottleNext(1000);
   Status s = t->Put("two", "2");
@@ -72,7 +72,7 @@ TEST_F(S3LiveTest, ThrottlingIsRetriedThenReportedByName) {
   EXPECT_NE(s.message().find("HTTP 503 SlowDown (after 5 attempts)"), std::string::npos)
       << s.ToString();
   proxy.ThrottleNext(0);
-  EXPECT_TRUE(t->Get("two").status().IsNotFound());
+  EXPECT_TRUE(t->Get("two", 1 << 20).status().IsNotFound());
 }
 
 // ListObjectsV2 answers 1000 keys a page; the rest come by continuation.

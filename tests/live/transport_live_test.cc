@@ -106,10 +106,11 @@ TEST_P(TransportLiveTest, ObjectsAreWholeListedSortedAndRemoved) {
   ASSERT_TRUE(t->Put("c", "").ok());
   ASSERT_TRUE(t->Put("a/one", "uno").ok());  // replaced whole
   ASSERT_TRUE(t->AdvancePointer(ArtifactPointer{"x", 1, "b", "t"}).ok());
-  EXPECT_EQ(*t->Get("a/one"), "uno");
-  EXPECT_EQ(*t->Get("c"), "");
+  EXPECT_EQ(*t->Get("a/one", 1 << 20), "uno");
+  EXPECT_EQ(*t->Get("c", 1 << 20), "");
   EXPECT_EQ(*t->List(), (std::vector<std::string>{"a/one", "b/two", "c"}));  // no LATEST
-  EXPECT_TRUE(t->Get("nope").status().IsNotFound()) << t->Get("nope").status().ToString();
+  EXPECT_TRUE(t->Get("nope", 1 << 20).status().IsNotFound())
+      << t->Get("nope", 1 << 20).status().ToString();
   ASSERT_TRUE(t->Remove("b/two").ok());
   ASSERT_TRUE(t->Remove("b/two").ok());  // removing what is gone is fine
   EXPECT_EQ(*t->List(), (std::vector<std::string>{"a/one", "c"}));
@@ -117,7 +118,7 @@ TEST_P(TransportLiveTest, ObjectsAreWholeListedSortedAndRemoved) {
   // A second transport on the same location sees the same objects.
   auto again = Open(Location(), false);
   ASSERT_TRUE(again);
-  EXPECT_EQ(*again->Get("a/one"), "uno");
+  EXPECT_EQ(*again->Get("a/one", 1 << 20), "uno");
 }
 
 // Over the part size (S3: a multipart upload of 5 MiB parts).
@@ -127,10 +128,32 @@ TEST_P(TransportLiveTest, ALargeObjectRoundTrips) {
   std::string big(11 << 20, '\0');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 2654435761u) >> 13);
   ASSERT_TRUE(t->Put("big/blob", big).ok());
-  auto back = t->Get("big/blob");
+  auto back = t->Get("big/blob", uint64_t{1} << 30);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_TRUE(*back == big);
   EXPECT_EQ(*t->List(), std::vector<std::string>{"big/blob"});
+}
+
+// A reader says how much it takes (a manifest's cap, a chunk's size in its
+// manifest): a larger object, which only a writer other than kvfold can
+// have stored there, is refused by its stored size before it is read.
+TEST_P(TransportLiveTest, AnObjectLargerThanAskedIsRefusedUnread) {
+  auto t = Open(Location());
+  ASSERT_TRUE(t);
+  const std::string blob(300 << 10, 'b');
+  ASSERT_TRUE(t->Put("x/blob", blob).ok());
+  EXPECT_EQ(*t->Get("x/blob", blob.size()), blob);
+  for (const uint64_t max : {uint64_t{100} << 10, uint64_t{blob.size() - 1}}) {
+    auto got = t->Get("x/blob", max);
+    ASSERT_FALSE(got.ok()) << max;
+    EXPECT_TRUE(got.status().IsCorruption()) << got.status().ToString();
+    EXPECT_NE(got.status().message().find("307200 bytes"), std::string::npos)
+        << got.status().ToString();
+    EXPECT_NE(got.status().message().find("more than the " + std::to_string(max)),
+              std::string::npos)
+        << got.status().ToString();
+  }
+  EXPECT_TRUE(t->Get("x/none", 1).status().IsNotFound());
 }
 
 TEST_P(TransportLiveTest, ThePointerOnlyMovesForward) {
@@ -168,7 +191,7 @@ TEST_P(TransportLiveTest, ArtifactsRoundTripAndDamageIsRefused) {
   // A flipped byte, a truncated chunk, a missing one: refused, naming it,
   // and the fold a seed would fill stays empty.
   const std::string chunk = m.chunks[1].name;
-  const std::string good = *t->Get(chunk);
+  const std::string good = *t->Get(chunk, 1 << 20);
   auto refused = [&](const std::string& needle) {
     auto fold = NewMemoryFold();
     auto s = SeedFold(*fold, *t, {});

@@ -10,9 +10,14 @@ Status MemoryTransport::Put(const std::string& name, std::string_view bytes) {
   return Status::OK();
 }
 
-StatusOr<std::string> MemoryTransport::Get(const std::string& name) {
+StatusOr<std::string> MemoryTransport::Get(const std::string& name, uint64_t max_bytes) {
   auto it = objects_.find(name);
   if (it == objects_.end()) return Status::NotFound(location_ + " has no object " + name);
+  if (it->second.size() > max_bytes) {
+    return Status::Corruption("object " + name + " in " + location_ + " is " +
+                              std::to_string(it->second.size()) + " bytes, more than the " +
+                              std::to_string(max_bytes) + " expected of it");
+  }
   return it->second;
 }
 

@@ -17,7 +17,7 @@ class MemoryTransport final : public Transport {
  public:
   const std::string& location() const override { return location_; }
   Status Put(const std::string& name, std::string_view bytes) override;
-  StatusOr<std::string> Get(const std::string& name) override;
+  StatusOr<std::string> Get(const std::string& name, uint64_t max_bytes) override;
   Status Remove(const std::string& name) override;
   StatusOr<std::vector<std::string>> List() override;
   StatusOr<std::optional<ArtifactPointer>> ReadPointer() override;

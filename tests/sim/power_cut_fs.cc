@@ -273,12 +273,19 @@ Status PowerCutFs::RemoveBelow(const std::string& root, const std::string& name)
   return Remove(root + "/" + name);
 }
 
-StatusOr<std::string> PowerCutFs::ReadFile(const std::string& path) {
+StatusOr<std::string> PowerCutFs::ReadFile(const std::string& root, const std::string& name,
+                                           uint64_t max_bytes) {
+  const std::string path = root + "/" + name;
   std::lock_guard<std::mutex> l(mu_);
   KVFOLD_RETURN_IF_ERROR(Operation("read " + path));
   auto node = Lookup(path);
   if (!node) return Status::NotFound(path + " does not exist");
   if (nodes_[*node].is_dir) return Status::IOError("cannot read " + path);
+  if (nodes_[*node].data.size() > max_bytes) {
+    return Status::Corruption(path + " is " + std::to_string(nodes_[*node].data.size()) +
+                              " bytes, more than the " + std::to_string(max_bytes) +
+                              " expected of it: refused unread");
+  }
   return nodes_[*node].data;
 }
 

@@ -58,7 +58,8 @@ class PowerCutFs final : public artifact::FileOps {
   Status CreateDirs(const std::string& dir, std::vector<std::string>* created) override;
   Status Remove(const std::string& path) override;
   Status RemoveBelow(const std::string& root, const std::string& name) override;
-  StatusOr<std::string> ReadFile(const std::string& path) override;
+  StatusOr<std::string> ReadFile(const std::string& root, const std::string& name,
+                                 uint64_t max_bytes) override;
   StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) override;
   StatusOr<artifact::FileKind> Kind(const std::string& path) override;
   StatusOr<std::unique_ptr<artifact::FileLock>> LockFile(const std::string& path,

@@ -299,7 +299,7 @@ TEST(PowerCutPutTest, EveryCutPointOfNestedPuts) {
     fs.CutNow();
     fs.Reboot();
     auto to = artifact::OpenDirectoryTransportOn(&fs, kRoot, /*create_if_missing=*/false);
-    StatusOr<std::string> got = to.ok() ? (*to)->Get(name) : to.status();
+    StatusOr<std::string> got = to.ok() ? (*to)->Get(name, 1 << 20) : to.status();
     const bool missing = got.status().IsNotFound();
     const bool ok = acknowledged.empty() ? (missing || (got.ok() && (*got == v1 || *got == v2)))
                     : acknowledged == v1 ? (got.ok() && (*got == v1 || *got == v2))
