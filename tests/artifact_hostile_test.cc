@@ -1,7 +1,9 @@
 // Artifact code against a hostile writer to the artifact location (a shared
 // directory, a bucket) who does not hold the signing key: whatever it
 // plants, prune never removes anything outside the location nor because of
-// a manifest a restore would refuse.
+// a manifest a restore would refuse, and no object makes a reader hang or
+// read without bound. Also the files kvfold makes there (modes that follow
+// the umask, a .lock never followed) and a signing key no one else reads.
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -22,6 +24,7 @@
 #include "artifact/signer.h"
 #include "fold_view.h"
 #include "kvfold/artifact.h"
+#include "kvfold/scheduled_export.h"
 #include "test_dir.h"
 #include "test_keys.h"
 
@@ -408,6 +411,124 @@ TEST_F(HostileLocationTest, FifosAndLinksToDevicesAreRefusedWithoutHanging) {
   }
   auto fold = NewMemoryFold();
   EXPECT_TRUE(SeedFold(*fold, *to_, {}).ok());
+}
+
+// Sets the process's umask for the life of this object.
+class ScopedUmask {
+ public:
+  explicit ScopedUmask(mode_t mask) : old_(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(old_); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path << ": " << std::strerror(errno);
+  return st.st_mode & 0777;
+}
+
+// What an export creates (chunks, manifest, LATEST, .lock) gets the
+// permissions the operator's umask leaves: never more (a umask of 077 keeps
+// the artifacts, and the values in them, to their owner) and never less (a
+// group of exporters under umask 002 can all open the .lock to take it).
+TEST_F(HostileLocationTest, ArtifactFilesFollowTheUmask) {
+  uint64_t cursor = 70;
+  for (const mode_t mask : {mode_t{002}, mode_t{022}, mode_t{027}, mode_t{077}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    TestDir dir;
+    const std::string arts = dir.path() + "/arts";
+    ScopedUmask umask(mask);
+    auto to = OpenTransport("dir:" + arts, ConnectOptions{},
+                            TransportOptions{.create_if_missing = true, .s3 = {}});
+    ASSERT_TRUE(to.ok()) << to.status().ToString();
+    FoldCommit c;
+    c.cursor = ++cursor;
+    ASSERT_TRUE(source_->Commit(c).ok());
+    auto m = ExportArtifact(*source_, **to, ExportOptions{});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const mode_t want = 0666 & ~mask;
+    EXPECT_EQ(ModeOf(arts + "/" + m->chunks[0].name), want);
+    EXPECT_EQ(ModeOf(arts + "/" + m->artifact_id + "/manifest"), want);
+    EXPECT_EQ(ModeOf(arts + "/LATEST"), want);
+    EXPECT_EQ(ModeOf(arts + "/.lock"), want);
+    EXPECT_EQ(ModeOf(arts + "/" + m->artifact_id), 0777 & ~mask);
+  }
+}
+
+// .lock is opened without following a link: a writer to the location that
+// replaced it by a link to a path of its choosing must not get an exporter
+// (perhaps root) to create a file there, nor to lock someone else's file.
+TEST_F(HostileLocationTest, TheLockIsNeverOpenedThroughALink) {
+  const ArtifactManifest first = ExportAt(61, "");
+  const std::string victim = dir_.path() + "/etc-nologin";
+  fs::remove(Arts() + "/.lock");
+  fs::create_symlink(victim, Arts() + "/.lock");
+  FoldCommit c;
+  c.cursor = 62;
+  ASSERT_TRUE(source_->Commit(c).ok());
+  auto m = ExportArtifact(*source_, *to_, ExportOptions{});
+  EXPECT_FALSE(fs::exists(victim)) << "the exporter created a file where .lock pointed";
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/.lock is a symbolic link"), std::string::npos)
+      << m.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*to_), first.artifact_id);
+}
+
+// A signing key others can read lets anyone on the machine sign artifacts
+// every trusting node accepts: it is refused (as ssh refuses such a key),
+// before anything is exported, naming the fix.
+TEST_F(HostileLocationTest, ASigningKeyOthersCanReadIsRefused) {
+  const std::string key = MakeKeyPair(dir_.path(), "exporter").first;
+  for (const mode_t mode : {mode_t{0644}, mode_t{0604}, mode_t{0640}, mode_t{0660}}) {
+    SCOPED_TRACE(mode);
+    ASSERT_EQ(::chmod(key.c_str(), mode), 0);
+    ExportOptions o;
+    o.sign_key_file = key;
+    auto m = ExportArtifact(*source_, *to_, o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_TRUE(m.status().IsInvalidArgument()) << m.status().ToString();
+    EXPECT_NE(m.status().message().find("can be read by"), std::string::npos)
+        << m.status().ToString();
+    EXPECT_NE(m.status().message().find("chmod 600 " + key), std::string::npos)
+        << m.status().ToString();
+    EXPECT_TRUE(to_->List()->empty());
+    ScheduledExportOptions scheduled;
+    scheduled.bucket = "cfg";
+    scheduled.every = std::chrono::minutes(1);
+    scheduled.sign_key_file = key;
+    EXPECT_TRUE(ScheduledExport::Check(scheduled).IsInvalidArgument());
+  }
+  uint64_t cursor = 70;
+  for (const mode_t mode : {mode_t{0600}, mode_t{0400}}) {
+    ASSERT_EQ(::chmod(key.c_str(), mode), 0);
+    ExportOptions o;
+    o.sign_key_file = key;
+    FoldCommit c;
+    c.cursor = ++cursor;
+    ASSERT_TRUE(source_->Commit(c).ok());
+    auto m = ExportArtifact(*source_, *to_, o);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_TRUE(m->is_signed);
+  }
+  // Provisioned by root for the service's group (root:kvfold 0640): the
+  // group may read a key that is not the user's own; others never.
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(key.c_str(), 65534, 65534), 0);
+    ASSERT_EQ(::chmod(key.c_str(), 0640), 0);
+    ExportOptions o;
+    o.sign_key_file = key;
+    FoldCommit c;
+    c.cursor = 2000;
+    ASSERT_TRUE(source_->Commit(c).ok());
+    auto m = ExportArtifact(*source_, *to_, o);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+    EXPECT_TRUE(ExportArtifact(*source_, *to_, o).status().IsInvalidArgument());
+  }
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "pointer_race.h"
 #include "sim/fault_fold.h"
 #include "test_dir.h"
+#include "test_keys.h"
 
 namespace kvfold {
 namespace {
@@ -57,20 +58,6 @@ std::unique_ptr<Fold> SourceFold(int keys, std::vector<std::string> scope = {""}
 
 void WriteFile(const std::string& path, std::string_view bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// Writes an Ed25519 key pair as PEM files; returns {private, public}.
-std::pair<std::string, std::string> MakeKeyPair(const std::string& dir, const std::string& name) {
-  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
-  const std::string priv = dir + "/" + name + ".pem", pub = dir + "/" + name + ".pub.pem";
-  FILE* f = std::fopen(priv.c_str(), "w");
-  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(f);
-  f = std::fopen(pub.c_str(), "w");
-  PEM_write_PUBKEY(f, key);
-  std::fclose(f);
-  EVP_PKEY_free(key);
-  return {priv, pub};
 }
 
 class ArtifactTest : public ::testing::Test {

@@ -154,7 +154,9 @@ class PosixFileLock final : public FileLock {
 class PosixOps final : public FileOps {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewFile(const std::string& path) override {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    // 0666: the umask alone decides who may read an artifact (and the
+    // values in it), as it does for any file a tool creates.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) return Errno("creating " + path);
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
@@ -297,8 +299,21 @@ class PosixOps final : public FileOps {
 
   StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path,
                                                std::chrono::milliseconds timeout) override {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
-    if (fd < 0) return Errno("opening " + path);
+    // Never through a link: another writer to the location could point it
+    // anywhere, and O_CREAT would make the file there. Mode as NewFile's:
+    // under umask 002 a group of exporters can all open it to lock it.
+    const int flags =
+        O_RDWR | O_CREAT | O_CLOEXEC | (KVFOLD_MUTANT("dir-lock-follows-link") ? 0 : O_NOFOLLOW);
+    const int fd = ::open(path.c_str(), flags, 0666);
+    if (fd < 0) {
+      struct stat st {};
+      if (errno == ELOOP && ::lstat(path.c_str(), &st) == 0) {
+        return Status::Corruption(path + " is " + KindOf(st.st_mode) +
+                                  ", where kvfold keeps its lock file: refused, not followed "
+                                  "(another writer to the location replaced it; remove it)");
+      }
+      return Errno("opening " + path);
+    }
     // Polled, not blocking: flock has no timeout, and anyone who can open
     // the file can hold it forever.
     const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -1,9 +1,14 @@
 #include "artifact/signer.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
+
+#include "core/mutation.h"
 
 namespace kvfold::artifact {
 namespace {
@@ -12,9 +17,36 @@ struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
 
+// A private key others can read lets anyone on the machine sign artifacts
+// that every node trusting its public key accepts. Like ssh, refuse it:
+// others may have no access at all, and the group only to a key the
+// running user does not own (root:kvfold 0640, provisioned by root).
+Status CheckPrivateKeyMode(const std::string& file, const struct stat& st) {
+  if (KVFOLD_MUTANT("sign-key-any-mode")) return Status::OK();
+  const bool others = (st.st_mode & 0007) != 0;
+  const bool group = (st.st_mode & 0070) != 0 && st.st_uid == ::geteuid();
+  if (!others && !group) return Status::OK();
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return Status::InvalidArgument(
+      "signing key file " + file + " can be read by " + (others ? "others" : "its group") +
+      " (mode " + mode + "): anyone who reads it can sign artifacts your nodes trust; chmod 600 " +
+      file + " (or, owned by root, 640 with a group only the exporter's user is in)");
+}
+
 StatusOr<EVP_PKEY*> ReadPem(const std::string& file, bool want_private) {
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(file.c_str(), "r"));
-  if (!f) return Status::InvalidArgument("cannot open key file " + file);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::InvalidArgument("cannot open key file " + file);
+  std::unique_ptr<FILE, FileCloser> f(::fdopen(fd, "r"));
+  if (!f) {
+    ::close(fd);
+    return Status::InvalidArgument("cannot open key file " + file);
+  }
+  if (want_private) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return Status::InvalidArgument("cannot read the status of " + file);
+    KVFOLD_RETURN_IF_ERROR(CheckPrivateKeyMode(file, st));
+  }
   EVP_PKEY* key = want_private ? PEM_read_PrivateKey(f.get(), nullptr, nullptr, nullptr)
                                : PEM_read_PUBKEY(f.get(), nullptr, nullptr, nullptr);
   if (key == nullptr && !want_private) {

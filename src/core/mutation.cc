@@ -89,6 +89,8 @@ constexpr const char* kKnown[] = {
     "manifest-skip-size-cap",    // manifest frame: a frame of 2 GiB or more reaches the parser
     "dir-read-any-kind",         // directory transport: a FIFO or a device is read as an object
     "s3-read-past-max",          // S3: a body larger than the reader takes is read whole
+    "dir-lock-follows-link",     // directory transport: .lock is opened through a link
+    "sign-key-any-mode",         // signer: a private key others can read is used
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
     "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
     "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
