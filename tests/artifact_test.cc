@@ -684,15 +684,14 @@ TEST_F(ArtifactTest, APointerOfAnotherBucketNamingNothingIsReplacedAtAnyCursor) 
   EXPECT_EQ(*LatestArtifactId(*to_), m->artifact_id);
 }
 
-// A restore that trusts a raw public key (a mirror that signs trusts its
-// own) refuses an unsigned artifact and one signed by another key.
-TEST_F(ArtifactTest, ARawTrustedKeyRefusesUnsignedAndForeignArtifacts) {
+// A restore that trusts a signing key's own file (a mirror with --sign-key
+// trusts its own key) refuses an unsigned artifact and one signed by
+// another key.
+TEST_F(ArtifactTest, TrustingTheSigningKeyRefusesUnsignedAndForeignArtifacts) {
   auto [priv, pub] = MakeKeyPair(dir_.path(), "own");
   auto [other_priv, other_pub] = MakeKeyPair(dir_.path(), "other");
-  auto own = artifact::SigningKey::Load(priv);
-  ASSERT_TRUE(own.ok());
   VerifyOptions trusting;
-  trusting.trusted_public_keys = {(*own)->public_key()};
+  trusting.trusted_key_files = {priv};
   const ArtifactManifest unsigned_one = Export();
   EXPECT_TRUE(ReadArtifactManifest(*to_, unsigned_one.artifact_id, trusting)
                   .status()

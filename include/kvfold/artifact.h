@@ -136,19 +136,15 @@ struct ExportOptions {
 StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const ExportOptions& options);
 
 struct VerifyOptions {
-  // PEM files with trusted Ed25519 public keys. When any is given, the
+  // PEM files with trusted Ed25519 public keys (a private key file stands
+  // for its public key). When any is given, the
   // manifest must carry a signature by one of them: an unsigned artifact is
   // refused, as with require_signature. Default: none (any or no signature;
   // a signature that is present must still verify).
   std::vector<std::string> trusted_key_files;
   // Refuse unsigned artifacts. Implied by naming a trusted key.
-  // Default: false. REQUIRES: trusted_key_files or trusted_public_keys not
-  // empty.
+  // Default: false. REQUIRES: trusted_key_files not empty.
   bool require_signature = false;
-  // Trusted Ed25519 public keys as their 32 raw bytes, as trusted_key_files
-  // (a mirror that signs its exports trusts its own key on restore).
-  // Default: none.
-  std::vector<std::string> trusted_public_keys;
 };
 
 // Reads and checks the manifest of `artifact_id` (frame checksum, schema

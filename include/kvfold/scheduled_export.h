@@ -81,18 +81,14 @@ struct ScheduledExportOptions {
   std::string exporter_id;
   // PEM Ed25519 private key to sign each manifest. Default: none.
   std::string sign_key_file;
-  // PEM Ed25519 public keys whose artifacts a latest pointer may name
-  // besides this exporter's own (ExportOptions::trusted_key_files): a
-  // pointer naming one signed by no such key is replaced. Default: none.
-  std::vector<std::string> trusted_key_files;
   // After each artifact written, prune to the newest `keep`, but never one
   // younger than `keep_younger_than` (see PruneOptions). Default: 0, no prune.
   size_t keep = 0;
   std::chrono::milliseconds keep_younger_than = PruneOptions().min_age;
-  // PEM Ed25519 public keys whose signatures the prune trusts, with
-  // sign_key_file's own (PruneTrustOfExporter): when either is set, an
-  // unsigned or foreign-signed manifest never makes a round remove
-  // anything. Default: none.
+  // PEM Ed25519 public keys trusted besides sign_key_file's own: when
+  // either is set, an unsigned or foreign-signed manifest never makes a
+  // round remove anything (PruneTrustOfExporter), and a latest pointer
+  // naming one is replaced (ExportOptions::trusted_key_files). Default: none.
   std::vector<std::string> trusted_key_files;
   // Warnings (a failed round, left-out keys) and one line per artifact.
   std::function<void(const LogLine&)> log;

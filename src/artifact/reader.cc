@@ -29,8 +29,7 @@ uint64_t ArtifactManifest::compressed_bytes() const {
 StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::string& artifact_id,
                                                 const VerifyOptions& options) {
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(artifact_id).WithContext("artifact id"));
-  const bool trusts_keys =
-      !options.trusted_key_files.empty() || !options.trusted_public_keys.empty();
+  const bool trusts_keys = !options.trusted_key_files.empty();
   if (options.require_signature && !trusts_keys) {
     return Status::InvalidArgument("requiring a signature needs at least one trusted key");
   }
@@ -64,8 +63,7 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
     }
   }
   if (trusts_keys) {
-    std::set<std::string> trusted(options.trusted_public_keys.begin(),
-                                  options.trusted_public_keys.end());
+    std::set<std::string> trusted;
     for (const auto& f : options.trusted_key_files) {
       auto key = artifact::LoadPublicKey(f);
       if (!key.ok()) return key.status();
@@ -311,7 +309,9 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
 VerifyOptions PruneTrustOfExporter(std::vector<std::string> trusted_key_files,
                                    const std::string& sign_key_file) {
   if (!sign_key_file.empty()) trusted_key_files.push_back(sign_key_file);
-  return VerifyOptions{.trusted_key_files = std::move(trusted_key_files)};
+  VerifyOptions verify;
+  verify.trusted_key_files = std::move(trusted_key_files);
+  return verify;
 }
 
 }  // namespace kvfold

@@ -10,7 +10,6 @@
 #include <stop_token>
 #include <thread>
 
-#include "artifact/signer.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
@@ -84,7 +83,6 @@ ScheduledExportOptions ExportOptionsOf(const MirrorFlags& f, std::chrono::millis
   options.sign_key_file = f.sign_key;
   options.trusted_key_files = f.trusted_keys;
   options.keep = f.keep;
-  options.trusted_key_files = f.trusted_keys;
   options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
   options.metrics = metrics;
   return options;
@@ -319,16 +317,11 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
   std::unique_ptr<ArtifactSource> artifact_source;
   if (!f.artifacts.empty()) {
     VerifyOptions verify{.trusted_key_files = f.trusted_keys,
-                         .require_signature = f.require_signature,
-                         .trusted_public_keys = {}};
-    if (!f.sign_key.empty()) {
-      // A mirror that signs what it exports restores only what is signed:
-      // by its own key, or a --trusted-key. Otherwise anyone who can write
-      // the location could hand it an unsigned artifact.
-      auto key = artifact::SigningKey::Load(f.sign_key);
-      if (!key.ok()) return Report("mirror", key.status().WithContext("--sign-key"));
-      verify.trusted_public_keys.push_back((*key)->public_key());
-    }
+                         .require_signature = f.require_signature};
+    // A mirror that signs what it exports restores only what is signed:
+    // by its own key, or a --trusted-key. Otherwise anyone who can write
+    // the location could hand it an unsigned artifact.
+    if (!f.sign_key.empty()) verify.trusted_key_files.push_back(f.sign_key);
     auto opened = OpenArtifactSourceWhenNeeded(f.artifacts, f.connect, verify, f.transport.options);
     if (!opened.ok()) return Report("mirror", opened.status().WithContext("--artifacts"));
     artifact_source = std::move(opened).value();

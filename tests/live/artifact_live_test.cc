@@ -342,7 +342,7 @@ TEST_F(ArtifactLiveTest, AMetaWhoseNuidIsNoNuidIsCorruptionAndPurgesNothing) {
   for (const std::string nuid : {">", "*", "keep.>", "0123456789 BCDEFGHIJKL", "a.b"}) {
     SCOPED_TRACE("nuid \"" + nuid + "\"");
     publish("bad/obj", nuid);
-    auto read = (*to)->Get("bad/obj");
+    auto read = (*to)->Get("bad/obj", 1 << 20);
     EXPECT_TRUE(read.status().IsCorruption()) << read.status().ToString();
     EXPECT_NE(read.status().message().find("is not a NATS nuid"), std::string::npos)
         << read.status().ToString();
@@ -350,14 +350,14 @@ TEST_F(ArtifactLiveTest, AMetaWhoseNuidIsNoNuidIsCorruptionAndPurgesNothing) {
     EXPECT_TRUE(removed.IsCorruption()) << removed.ToString();
     Status replaced = (*to)->Put("bad/obj", "new data");
     EXPECT_TRUE(replaced.IsCorruption()) << replaced.ToString();
-    auto kept = (*to)->Get("keep/obj");
+    auto kept = (*to)->Get("keep/obj", 1 << 20);
     ASSERT_TRUE(kept.ok()) << "another object's chunks were purged: " << kept.status().ToString();
     EXPECT_EQ(*kept, good);
   }
   // The pointer's meta too: the swap refuses it and purges nothing.
   publish("LATEST", ">");
   EXPECT_TRUE((*to)->ReadPointer().status().IsCorruption());
-  auto kept = (*to)->Get("keep/obj");
+  auto kept = (*to)->Get("keep/obj", 1 << 20);
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
 }
 
