@@ -601,6 +601,10 @@ TEST_F(ArtifactTest, APointerThatNamesNoValidArtifactIsReplacedByTheNextExport) 
            {"a real artifact, a cursor it does not have",
             {real.artifact_id, real.cursor + 1000, "cfg", real.stream_created}},
            {"another bucket's name on nothing", {"forged", max, "other", "x"}},
+           {"a real artifact, another stream's identity",
+            {real.artifact_id, real.cursor, "cfg", "2020-01-01T00:00:00Z"}},
+           // Its manifest's name is too long to be an object: InvalidArgument.
+           {"an id no manifest can have", {std::string(250, 'i'), max, "cfg", real.stream_created}},
        }) {
     SCOPED_TRACE(f.what);
     WriteFile(Path("LATEST"), artifact::EncodePointer(f.pointer));
@@ -626,14 +630,14 @@ TEST_F(ArtifactTest, APointerThatNamesNoValidArtifactIsReplacedByTheNextExport) 
 class FlakyReads final : public Transport {
  public:
   FlakyReads(Transport& inner, std::string name, Status fault, int times)
-      : inner_(inner), name_(std::move(name)), fault_(std::move(fault)), times_(times) {}
+      : inner_(inner), name_(std::move(name)), faults_(static_cast<size_t>(times), fault) {}
+  // The faults in turn, one per read, then real reads.
+  FlakyReads(Transport& inner, std::string name, std::vector<Status> faults)
+      : inner_(inner), name_(std::move(name)), faults_(std::move(faults)) {}
   const std::string& location() const override { return inner_.location(); }
   Status Put(const std::string& n, std::string_view b) override { return inner_.Put(n, b); }
   StatusOr<std::string> Get(const std::string& n, uint64_t max_bytes) override {
-    if (n == name_ && times_ > 0) {
-      --times_;
-      return fault_;
-    }
+    if (n == name_ && next_ < faults_.size()) return faults_[next_++];
     return inner_.Get(n, max_bytes);
   }
   Status Remove(const std::string& n) override { return inner_.Remove(n); }
@@ -644,8 +648,8 @@ class FlakyReads final : public Transport {
  private:
   Transport& inner_;
   std::string name_;
-  Status fault_;
-  int times_;
+  std::vector<Status> faults_;
+  size_t next_ = 0;
 };
 
 // Only a read that proves the named manifest absent or damaged, twice,
@@ -664,6 +668,13 @@ TEST_F(ArtifactTest, APointerToAValidArtifactIsNotReplacedOnAReadThatProvesNothi
     EXPECT_TRUE(m.status().IsAlreadyExists()) << m.status().ToString();
     EXPECT_EQ(*LatestArtifactId(*to_), newer->artifact_id);
   }
+  // Absent, then unreachable, on each check: no two reads agree, nothing
+  // is proven.
+  FlakyReads mixed(*to_, newer->artifact_id + "/manifest",
+                   {Status::NotFound("gone?"), Status::Unavailable("timeout"),
+                    Status::NotFound("gone?"), Status::Unavailable("timeout")});
+  EXPECT_TRUE(ExportArtifact(*source_, mixed, ExportOptions{}).status().IsAlreadyExists());
+  EXPECT_EQ(*LatestArtifactId(*to_), newer->artifact_id);
   // Gone on every read (both before the chunks and again before the swap):
   // replaced. Back after the first two, it is judged valid again and kept.
   FlakyReads back(*to_, newer->artifact_id + "/manifest", Status::NotFound("no manifest"), 2);
@@ -731,6 +742,15 @@ TEST_F(ArtifactTest, ASigningExporterReplacesAPointerToAnArtifactItDoesNotTrust)
     const ArtifactManifest replaced = Export(mine);
     EXPECT_EQ(*LatestArtifactId(*to_), replaced.artifact_id);
   }
+  // An exporter that does not sign but names trusted keys judges the same.
+  {
+    auto m = ExportArtifact(*ahead, *to_, ExportOptions{});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ExportOptions trusting;
+    trusting.trusted_key_files = {other_pub};
+    const ArtifactManifest replaced = Export(trusting);
+    EXPECT_EQ(*LatestArtifactId(*to_), replaced.artifact_id);
+  }
   ExportOptions peer;
   peer.sign_key_file = other_priv;
   auto m = ExportArtifact(*ahead, *to_, peer);
@@ -747,6 +767,11 @@ TEST_F(ArtifactTest, ASeedRefusesAPointerThatDisagreesWithItsManifest) {
                                 real.artifact_id, real.cursor + 1000, "cfg", real.stream_created}));
   ExpectSeedRefused("was damaged or rewritten by hand");
   auto source = NewArtifactSource(*to_, VerifyOptions{});
+  EXPECT_TRUE(source->Newest().status().IsCorruption());
+  // The same artifact and cursor under another stream's identity.
+  WriteFile(Path("LATEST"), artifact::EncodePointer(ArtifactPointer{
+                                real.artifact_id, real.cursor, "cfg", "2020-01-01T00:00:00Z"}));
+  ExpectSeedRefused("was damaged or rewritten by hand");
   EXPECT_TRUE(source->Newest().status().IsCorruption());
   SeedOptions named;
   named.artifact_id = real.artifact_id;  // naming it explicitly still works
@@ -770,6 +795,11 @@ TEST(PointerLockTest, AHeldLockIsWaitedOnForABoundedTime) {
   EXPECT_TRUE(lock.status().IsUnavailable()) << lock.status().ToString();
   EXPECT_NE(lock.status().message().find("fuser"), std::string::npos);
   EXPECT_GE(took, std::chrono::milliseconds(200));
+  // Polled in short steps: it gives up near its timeout, not a growing
+  // pause later (a doubling without a cap would end past 3 s here).
+  const auto again = std::chrono::steady_clock::now();
+  EXPECT_FALSE(artifact::PosixFileOps()->LockFile(path, std::chrono::milliseconds(2000)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(2800));
   ::close(held);  // released: taken at once
   EXPECT_TRUE(artifact::PosixFileOps()->LockFile(path, std::chrono::milliseconds(200)).ok());
 }

@@ -134,6 +134,17 @@ TEST_F(ScheduledExportTest, APointerAheadIsItsOwnOutcomeAndAForgedOneIsReplaced)
   EXPECT_NE(log_[0].find("ahead of this fold's cursor 10"), std::string::npos) << log_[0];
   EXPECT_EQ(metrics_.Snapshot().pointer_ahead, 3u);
   EXPECT_EQ(metrics_.Snapshot().unchanged, 0u);
+  // This fold passes it (written), then another node exports further
+  // again: a new streak, warned of again.
+  CommitThrough(30);
+  ASSERT_EQ(exporter->RunRound().outcome, ExportOutcome::kWritten);
+  std::swap(fold_, other);
+  CommitThrough(40);
+  std::swap(fold_, other);
+  ASSERT_TRUE(ExportArtifact(*other, *to_, ExportOptions{}).ok());
+  log_.clear();
+  EXPECT_EQ(exporter->RunRound().outcome, ExportOutcome::kPointerAhead);
+  EXPECT_EQ(log_.size(), 1u) << "a second streak is warned of too";
   // The pointer rewritten by hand to name nothing, at the highest cursor.
   log_.clear();
   std::ofstream(dir_.path() + "/arts/LATEST", std::ios::trunc)

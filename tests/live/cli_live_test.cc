@@ -22,6 +22,7 @@
 #include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
+#include "test_keys.h"
 
 namespace kvfold::live {
 namespace {
@@ -337,6 +338,31 @@ TEST_F(CliLiveTest, ExportsFurtherApartThanTheMarkerWindowAreWarnedOf) {
   EXPECT_GT(m["current_by_window_until"].get<std::string>(), m["anchored"].get<std::string>());
   Exit text = Run({"artifacts", "inspect", arts});
   EXPECT_NE(text.out.find("a restore takes it until"), std::string::npos) << text.out;
+}
+
+// A mirror that signs its exports (--sign-key) restores only what a key it
+// trusts signed: its own, without naming it again as --trusted-key. An
+// unsigned artifact in its location (anyone who can write there can put
+// one) is refused and the fold stays empty (issue 36).
+TEST_F(CliLiveTest, AMirrorThatSignsRestoresOnlySignedArtifacts) {
+  kv_.CreateBucket("sig", {{"max_msgs", 5}, {"discard", "old"}});
+  for (int i = 0; i < 20; ++i) kv_.Put("sig", "k" + std::to_string(i), "v");
+  ASSERT_EQ(Mirror("sig", Fold("a"), {"--repair", "none"}).code, 0);
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "exporter");
+  const std::string arts = "dir:" + dir_.path() + "/arts";
+  ASSERT_EQ(Run({"export", "--fold", Fold("a"), "--to", arts}).code, 0);
+  const std::vector<std::string> restore = {"--artifacts",      arts, "--sign-key", priv,
+                                            "--repair-timeout", "1s"};
+  Exit refused = Mirror("sig", Fold("b"), restore);
+  EXPECT_EQ(refused.code, 3) << refused.err;
+  EXPECT_NE(refused.err.find("unsigned"), std::string::npos) << refused.err;
+  EXPECT_TRUE(Dump(Fold("b")).empty());
+  kv_.Put("sig", "k1", "v2");  // a newer artifact, signed this time
+  ASSERT_EQ(Mirror("sig", Fold("a"), {"--repair", "none"}).code, 0);
+  ASSERT_EQ(Run({"export", "--fold", Fold("a"), "--to", arts, "--sign-key", priv}).code, 0);
+  Exit restored = Mirror("sig", Fold("b"), restore);
+  ASSERT_EQ(restored.code, 0) << restored.err;
+  EXPECT_EQ(Dump(Fold("b")), Dump(Fold("a")));
 }
 
 TEST_F(CliLiveTest, UnreachableServerAndMissingFoldAreClearErrors) {
@@ -766,6 +792,20 @@ TEST_F(CliLiveTest, ProbesAnswerWhilePeersHoldConnectionsOpen) {
     const std::string answer =
         RawHttp(port, std::string(method) + " /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     EXPECT_EQ(answer.rfind("HTTP/1.1 405 ", 0), 0u) << method << ": " << answer;
+  }
+  // With `Expect: 100-continue` a refused method gets its 405 as the first
+  // answer, never an invitation to send the body; a GET still gets 200.
+  {
+    const std::string answer =
+        RawHttp(port,
+                "POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n"
+                "Expect: 100-continue\r\n\r\n");
+    EXPECT_EQ(answer.rfind("HTTP/1.1 405 ", 0), 0u) << answer;
+    EXPECT_EQ(answer.find("100 Continue"), std::string::npos) << answer;
+    const std::string get =
+        RawHttp(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\n\r\n");
+    EXPECT_EQ(get.find("405"), std::string::npos) << get;
+    EXPECT_NE(get.find("HTTP/1.1 200 "), std::string::npos) << get;
   }
   // A method httplib does not know fails its request-line parse.
   const std::string brew = RawHttp(port, "BREW /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");

@@ -150,6 +150,26 @@ TEST_F(MirrorLiveTest, EveryWaiterWakesWhenTheWatchEnds) {
   EXPECT_LT(SteadyClock::now() - stopped, seconds(1));
 }
 
+// A stop token of the caller's (WatchOptions::stop) stops the mirror too,
+// and wakes its waiters.
+TEST_F(MirrorLiveTest, TheCallersStopTokenStopsIt) {
+  std::stop_source mine;
+  MirrorOptions o;
+  o.watch.stop = mine.get_token();
+  auto mirror = Start(o);
+  ASSERT_NE(mirror, nullptr);
+  const uint64_t last = kv_.Put("routes", "x", "1");
+  ASSERT_TRUE(mirror->WaitForRevision(last, seconds(30)).ok());
+  mine.request_stop();
+  const auto stopped = SteadyClock::now();
+  Status s = mirror->WaitForRevision(last + 1000, seconds(60));
+  EXPECT_TRUE(s.code() == Status::Code::kCancelled || s.IsInvalidArgument()) << s.ToString();
+  for (int i = 0; i < 100 && !mirror->Result(); ++i) std::this_thread::sleep_for(milliseconds(50));
+  ASSERT_TRUE(mirror->Result()) << "the caller's stop did not end the watch";
+  EXPECT_TRUE(mirror->Result()->ok()) << mirror->Result()->ToString();
+  EXPECT_LT(SteadyClock::now() - stopped, seconds(10));
+}
+
 // Options a mirror cannot run with are refused before anything starts; a
 // wait that runs out of time (its revision written, its commit held up by
 // a slow hook) says where the cursor is.
