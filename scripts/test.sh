@@ -80,6 +80,10 @@ join_tiers() {
       echo "test.sh: what failed in tier $t:"
       grep -E -A12 '^\[  FAILED  \]|Failure$|survivors:|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|test.sh: .* (not|failed|did not)' \
         "$logs/$t.log" | head -80 | sed "s/^/[$t] /"
+      # A test binary killed by a signal: the test it was in and its stack
+      # (tests/crash_report.cc), and the last test started, if no report.
+      grep -E -A40 '^\*\*\* signal [0-9]+ ' "$logs/$t.log" | head -60 | sed "s/^/[$t] /"
+      grep -E '^\[ RUN      \]' "$logs/$t.log" | tail -1 | sed "s/^/[$t] last started: /"
     done
     echo "test.sh: FAILED:$failed" >&2
     exit 1
