@@ -6,6 +6,7 @@
 
 #include "kvfold/artifact.h"
 #include "kvfold/artifact_source.h"
+#include "kvfold/audit.h"
 #include "kvfold/bucket.h"
 #include "kvfold/change.h"
 #include "kvfold/clock.h"

@@ -17,7 +17,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitCursorExpired = 3;
-inline constexpr int kExitNotFound = 4;  // kvfold get: no such live key
+inline constexpr int kExitNotFound = 4;   // kvfold get: no such live key
+inline constexpr int kExitDivergent = 5;  // kvfold audit: the fold differs from its bucket
 
 // Prints "kvfold <command>: <status>" to stderr and maps it to an exit code.
 int Report(const std::string& command, const Status& status);
@@ -32,6 +33,7 @@ Runner AddGetCommand(CLI::App& app);
 Runner AddExportCommand(CLI::App& app);
 Runner AddSeedCommand(CLI::App& app);
 Runner AddArtifactsCommand(CLI::App& app);
+Runner AddAuditCommand(CLI::App& app);
 
 }  // namespace kvfold::cli
 

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   Runner export_ = AddExportCommand(app);
   Runner seed = AddSeedCommand(app);
   Runner artifacts = AddArtifactsCommand(app);
+  Runner audit = AddAuditCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -72,5 +73,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("export")) return export_();
   if (app.got_subcommand("seed")) return seed();
   if (app.got_subcommand("artifacts")) return artifacts();
+  if (app.got_subcommand("audit")) return audit();
   return kExitUsage;
 }

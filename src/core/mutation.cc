@@ -27,8 +27,11 @@ constexpr const char* kKnown[] = {
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
     "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
     "batch-ignore-bytes",                    // watcher: a batch commits by its count alone
-    "repair-skip-flush",                     // watcher: repairs without flushing what was received
-    "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
+    "audit-judge-in-flight",                 // audit: a key listed after the cursor is judged
+    "audit-no-message-is-kept",  // audit: no message is taken for eviction on any bucket
+    "audit-skip-fold-pass",      // audit: fold keys the listing did not name go unjudged
+    "repair-skip-flush",         // watcher: repairs without flushing what was received
+    "drain-apply-unchecked",     // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo
     "repair-rebase-drops-memo-of-same-stream",  // watcher: a reset stream loses its memo
     "watch-read-only-when-idle",                // watcher: a busy delivery never reads the stream
