@@ -7,7 +7,7 @@
 // (live at that revision, or deleted). A key changed after C, on either
 // side, is in flight and is not judged. Revisions are compared, values are
 // not: a revision names one immutable message, and a value corrupted on
-// disk is what the fold's checksums catch (docs/operating.md, "Audit").
+// disk is what the fold's checksums catch (docs/cli.md, "audit").
 //
 // Cost: one headers-only key listing (as relist), a point lookup in the
 // fold per listed key, a walk of the fold's keys, and one headers-only
