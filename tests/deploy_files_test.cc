@@ -22,7 +22,10 @@ std::set<std::string> ServedFamilies() {
   ExportStats e;
   e.last_cursor = 7;
   e.last_age_seconds = 1;
-  const std::string text = cli::MetricsText(w, &e);
+  cli::AuditStats a;
+  a.divergent_keys = 0;
+  a.last_success_unix_seconds = 1;
+  const std::string text = cli::MetricsText(w, &e, &a);
   std::set<std::string> out;
   std::regex type("# TYPE (kvfold_[a-z_]+) ");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), type); it != std::sregex_iterator();

@@ -26,11 +26,11 @@ struct AuditFlags {
 json ReportJson(const AuditReport& r) {
   json named = json::array();
   for (const auto& n : r.named) {
-    named.push_back({{"key", n.key},
-                     {"finding", AuditFindingName(n.finding)},
-                     {"fold_revision", n.fold_revision ? json(n.fold_revision) : json(nullptr)},
-                     {"bucket_revision",
-                      n.bucket_revision ? json(n.bucket_revision) : json(nullptr)}});
+    named.push_back(
+        {{"key", n.key},
+         {"finding", AuditFindingName(n.finding)},
+         {"fold_revision", n.fold_revision ? json(n.fold_revision) : json(nullptr)},
+         {"bucket_revision", n.bucket_revision ? json(n.bucket_revision) : json(nullptr)}});
   }
   return {{"verdict", r.divergent() > 0 ? "divergent" : "equal"},
           {"cursor", r.cursor},
@@ -77,8 +77,8 @@ int RunAudit(AuditFlags& f) {
     auto meta = (*fold)->ReadMeta();
     if (!meta.ok()) return Report("audit", meta.status());
     if (meta->bucket.empty()) {
-      return Report("audit", Status::FailedPrecondition("fold " + f.fold +
-                                                        " has never mirrored a bucket"));
+      return Report("audit",
+                    Status::FailedPrecondition("fold " + f.fold + " has never mirrored a bucket"));
     }
     bucket = meta->bucket;
   }

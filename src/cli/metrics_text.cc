@@ -56,9 +56,28 @@ void ExportFamilies(const ExportStats& e, std::string* out) {
   }
 }
 
+// The scheduled audit's families (only when the mirror audits).
+void AuditFamilies(const AuditStats& a, std::string* out) {
+  Family f(out, "kvfold_audits_total", "counter",
+           "Audits of the fold against its bucket by outcome (failed: could not judge).");
+  f.Sample(D(a.equal), Label("outcome", "equal"));
+  f.Sample(D(a.divergent), Label("outcome", "divergent"));
+  f.Sample(D(a.failed), Label("outcome", "failed"));
+  if (a.divergent_keys) {
+    Family(out, "kvfold_audit_divergent_keys", "gauge",
+           "Keys the last audit that judged found different from the bucket.")
+        .Sample(D(*a.divergent_keys));
+  }
+  if (a.last_success_unix_seconds) {
+    Family(out, "kvfold_audit_last_success_timestamp_seconds", "gauge",
+           "When the last audit that judged ended (Unix time).")
+        .Sample(std::floor(*a.last_success_unix_seconds));  // whole seconds: %.6g would round
+  }
+}
+
 }  // namespace
 
-std::string MetricsText(const WatchStats& w, const ExportStats* e) {
+std::string MetricsText(const WatchStats& w, const ExportStats* e, const AuditStats* a) {
   std::string out;
   {
     Family f(&out, "kvfold_changes_total", "counter",
@@ -149,6 +168,7 @@ std::string MetricsText(const WatchStats& w, const ExportStats* e) {
          "Deliveries opened after the first (after a reset, an outage or a repair).")
       .Sample(D(w.reconnects));
   if (e != nullptr) ExportFamilies(*e, &out);
+  if (a != nullptr) AuditFamilies(*a, &out);
   return out;
 }
 

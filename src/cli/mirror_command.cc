@@ -10,6 +10,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "cli/audit_schedule.h"
 #include "cli/commands.h"
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
@@ -71,6 +72,7 @@ struct MirrorFlags {
   std::string artifacts;
   std::string repair_timeout = "10m";
   std::string reconcile_every;
+  std::string audit_every;
   std::vector<std::string> trusted_keys;
   bool require_signature = false;
 };
@@ -156,6 +158,7 @@ struct MirrorPlan {
   ExpiryRepair repair = ExpiryRepair::kAuto;
   std::chrono::milliseconds repair_timeout{0};
   std::chrono::milliseconds reconcile_every{0};
+  std::optional<std::chrono::milliseconds> audit_every;
   HealthOptions health;  // /healthz and /readyz
 };
 
@@ -189,6 +192,11 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
     if (!d.ok()) return d.status().WithContext("--reconcile-every");
     plan.reconcile_every = *d;
   }
+  if (!f.audit_every.empty()) {
+    auto d = ParseDuration(f.audit_every);
+    if (!d.ok()) return d.status().WithContext("--audit-every");
+    plan.audit_every = *d;
+  }
   if (f.require_signature && f.trusted_keys.empty()) {
     return Status::InvalidArgument("--require-signature needs --trusted-key");
   }
@@ -215,17 +223,20 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
 // /metrics (Prometheus text), /healthz and /readyz (200, or 503 with the
 // reason: a probe's status codes).
 Pages HealthAndMetricsPages(const MirrorPlan& plan, const WatchMetrics& metrics,
-                            const ExportMetrics& exports) {
+                            const ExportMetrics& exports, const AuditMetrics* audits) {
   const bool exporting = plan.every.has_value();
   auto verdict = [](const HealthVerdict& v) {
     return Page{.status = v.ok ? 200 : 503, .body = v.reason + "\n"};
   };
   return Pages{
       {"/metrics",
-       [&metrics, &exports, exporting] {
+       [&metrics, &exports, exporting, audits] {
          const ExportStats e = exports.Snapshot();
-         return Page{.body = MetricsText(metrics.Snapshot(), exporting ? &e : nullptr),
-                     .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+         const std::optional<AuditStats> a =
+             audits ? std::optional(audits->Snapshot()) : std::nullopt;
+         return Page{
+             .body = MetricsText(metrics.Snapshot(), exporting ? &e : nullptr, a ? &*a : nullptr),
+             .content_type = "text/plain; version=0.0.4; charset=utf-8"};
        }},
       {"/healthz",
        [&metrics, verdict, o = plan.health] { return verdict(JudgeAlive(metrics.Snapshot(), o)); }},
@@ -262,6 +273,7 @@ constexpr EnvFlag kMirrorEnvFlags[] = {
     {"--artifacts", "KVFOLD_ARTIFACTS"},
     {"--repair-timeout", "KVFOLD_REPAIR_TIMEOUT"},
     {"--reconcile-every", "KVFOLD_RECONCILE_EVERY"},
+    {"--audit-every", "KVFOLD_AUDIT_EVERY"},
     {"--metrics-addr", "KVFOLD_METRICS_ADDR"},
     {"--ready-max-lag", "KVFOLD_READY_MAX_LAG"},
     {"--export-to", "KVFOLD_EXPORT_TO"},
@@ -293,10 +305,12 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
   // Before anything is opened: a bad address touches nothing.
   WatchMetrics metrics;
   ExportMetrics export_metrics;
+  AuditMetrics audit_metrics;
   std::unique_ptr<MetricsServer> metrics_server;
   if (!f.metrics_addr.empty()) {
-    auto started =
-        MetricsServer::Start(f.metrics_addr, HealthAndMetricsPages(plan, metrics, export_metrics));
+    auto started = MetricsServer::Start(
+        f.metrics_addr, HealthAndMetricsPages(plan, metrics, export_metrics,
+                                              plan.audit_every ? &audit_metrics : nullptr));
     if (!started.ok()) return Report("mirror", started.status().WithContext("--metrics-addr"));
     metrics_server = std::move(started).value();
     const std::string& host = metrics_server->host();
@@ -356,13 +370,29 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
     if (!made.ok()) return Report("mirror", made.status());
     exporter = std::move(made).value();
   }
+  std::unique_ptr<BucketSource> audit_source;
+  std::unique_ptr<ScheduledAudit> auditor;
+  if (plan.audit_every) {
+    auto opened = OpenNatsBucket(f.connect, f.bucket);  // its own, as the export's
+    if (!opened.ok()) return Report("mirror", opened.status());
+    audit_source = std::move(opened).value();
+    AuditOptions audit_options;
+    audit_options.max_reads_per_second = 100;
+    auditor = std::make_unique<ScheduledAudit>(*audit_source, **fold, *plan.audit_every,
+                                               audit_options, audit_metrics);
+  }
   Status s;
   {
-    // Exports run beside the watch: the fold's read API is safe while it commits.
+    // Exports and audits run beside the watch: the fold's read API is safe
+    // while it commits.
     std::stop_source exports_stop;
     std::optional<std::jthread> exports;
     if (exporter) {
       exports.emplace([&exporter, stop = exports_stop.get_token()] { exporter->Run(stop); });
+    }
+    std::optional<std::jthread> audits;
+    if (auditor) {
+      audits.emplace([&auditor, stop = exports_stop.get_token()] { auditor->Run(stop); });
     }
     // systemd hears of readiness, then of the stop as soon as it is asked.
     std::optional<std::jthread> service_reports;
@@ -436,6 +466,9 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_option("--reconcile-every", flags->reconcile_every,
                   "run a key-set diff this often to drop keys whose delete markers were "
                   "purged (buckets whose key listing is the truth), e.g. 1h");
+  cmd->add_option("--audit-every", flags->audit_every,
+                  "check the fold against its bucket this often, beside the watch (as `kvfold "
+                  "audit` does; the verdict is logged and served in /metrics), e.g. 1h");
   cmd->add_option("--trusted-key", flags->trusted_keys,
                   "PEM Ed25519 public key restores accept signatures of, and the only ones "
                   "(with --sign-key's) whose artifacts --keep prunes; repeatable");

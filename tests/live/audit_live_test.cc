@@ -75,7 +75,8 @@ std::string Describe(const AuditReport& r) {
 TEST_F(AuditLiveTest, EachDivergenceIsCaughtAndNamed) {
   kv_.CreateBucket("a");
   std::map<std::string, uint64_t> rev;
-  for (int i = 0; i < 20; ++i) rev["k" + std::to_string(i)] = kv_.Put("a", "k" + std::to_string(i), "v");
+  for (int i = 0; i < 20; ++i)
+    rev["k" + std::to_string(i)] = kv_.Put("a", "k" + std::to_string(i), "v");
   const uint64_t k5_deleted = kv_.Delete("a", "k5");
   auto source = Source("a");
   auto fold = OpenFold();

@@ -503,6 +503,24 @@ std::map<std::string, double> ParseMetrics(const std::string& text) {
   return out;
 }
 
+// The port a mirror's metrics server bound, from the JSON log line that
+// announces it (0 when none did); every line must be a JSON log line.
+int MetricsPort(const std::string& err_path) {
+  int port = 0;
+  std::istringstream lines(ReadWholeFile(err_path));
+  for (std::string line; std::getline(lines, line);) {
+    const json j = json::parse(line, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not a JSON line: " << line;
+    if (j.is_discarded()) continue;
+    EXPECT_TRUE(j.contains("time") && j.contains("level") && j.contains("msg")) << line;
+    EXPECT_EQ(j["command"], "mirror");
+    const std::string msg = j.value("msg", "");
+    const size_t at = msg.find("http://127.0.0.1:");
+    if (at != std::string::npos) port = std::stoi(msg.substr(at + 17));
+  }
+  return port;
+}
+
 // kvfold mirror --metrics-addr: scraped while the mirror runs, the series
 // agree with the fold (its cursor, what was written), and the log is JSON
 // lines when asked for.
@@ -516,20 +534,7 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
                            Fold(), "--metrics-addr", "127.0.0.1:0", "--log-format", "json"},
                           out, err);
   ASSERT_TRUE(WaitForCursor(Fold(), last)) << ReadWholeFile(err);
-  // The bound port, from the JSON log line that announces it.
-  int port = 0;
-  {
-    std::istringstream lines(ReadWholeFile(err));
-    for (std::string line; std::getline(lines, line);) {
-      const json j = json::parse(line, nullptr, false);
-      ASSERT_FALSE(j.is_discarded()) << "not a JSON line: " << line;
-      ASSERT_TRUE(j.contains("time") && j.contains("level") && j.contains("msg")) << line;
-      EXPECT_EQ(j["command"], "mirror");
-      const std::string msg = j["msg"];
-      const size_t at = msg.find("http://127.0.0.1:");
-      if (at != std::string::npos) port = std::stoi(msg.substr(at + 17));
-    }
-  }
+  const int port = MetricsPort(err);
   ASSERT_GT(port, 0) << ReadWholeFile(err);
 
   // The series follow the commit a moment after the fold shows it.
@@ -574,6 +579,52 @@ TEST_F(CliLiveTest, MetricsEndpointAgreesWithTheFoldWhileMirroring) {
   kill(mirror, SIGTERM);
   EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
   EXPECT_EQ(Status(Fold())["cursor"], last);
+}
+
+// kvfold mirror --audit-every: the audit runs beside the watch, its verdict
+// is served and a divergence is logged with the key named.
+TEST_F(CliLiveTest, MirrorAuditEveryServesTheVerdictAndNamesTheDivergentKey) {
+  kv_.CreateBucket("audited");
+  uint64_t last = 0;
+  for (int i = 0; i < 10; ++i) last = kv_.Put("audited", "k" + std::to_string(i), "v");
+  ASSERT_EQ(Mirror("audited", Fold()).code, 0);
+  {
+    auto fold = OpenRocksFold(Fold());
+    ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+    FoldCommit damage;
+    damage.entries["ghost"] = Entry{3, false, "never written"};
+    ASSERT_TRUE((*fold)->Commit(damage).ok());
+  }
+  const std::string out = dir_.path() + "/mirror.out", err = dir_.path() + "/mirror.err";
+  pid_t mirror =
+      SpawnCli({"mirror", "--server", server_.url(), "--bucket", "audited", "--fold", Fold(),
+                "--metrics-addr", "127.0.0.1:0", "--audit-every", "200ms", "--log-format", "json"},
+               out, err);
+  int port = 0;
+  for (int i = 0; i < 100 && port == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    port = MetricsPort(err);
+  }
+  ASSERT_GT(port, 0) << ReadWholeFile(err);
+  std::map<std::string, double> m;
+  for (int i = 0; i < 200; ++i) {
+    m = ParseMetrics(MonitorGet(port, "/metrics"));
+    if (m["kvfold_audits_total{outcome=\"divergent\"}"] >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(m["kvfold_audits_total{outcome=\"divergent\"}"], 1);
+  EXPECT_EQ(m["kvfold_audits_total{outcome=\"equal\"}"], 0);
+  EXPECT_EQ(m["kvfold_audit_divergent_keys"], 1);
+  EXPECT_GT(m["kvfold_audit_last_success_timestamp_seconds"], 1.7e9);
+  EXPECT_EQ(m["kvfold_cursor"], static_cast<double>(last));
+  kill(mirror, SIGTERM);
+  EXPECT_EQ(WaitExit(mirror), 0) << ReadWholeFile(err);
+  const std::string log = ReadWholeFile(err);
+  EXPECT_NE(log.find("audit: the fold DIFFERS from its bucket: 1 keys (missing 0, stale 0, "
+                     "phantom 1)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("first: phantom ghost"), std::string::npos) << log;
 }
 
 // Issue 31, defect 3: a mirror that caught up and is then cut off from the
