@@ -12,7 +12,8 @@
 # side by side, each with a port range of its own for the live tier
 # (KVFOLD_TEST_PORTS). Prints `mutation NAME: caught by TIER` per mutant, in
 # the list's order, then exactly one line `mutations: K/N caught`, and lists
-# the survivors.
+# the survivors. KVFOLD_MUTATION_NATS_SERVER, when set, names a nats-server
+# with limit markers (2.11+) for the live tests that need one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -46,6 +47,13 @@ caught_by() {
     --gtest_filter='DeliveryGapLiveTest.*:AuditLiveTest.*:WatchLiveTest.LimitMarker*:CliLiveTest.ProbesAnswer*:CliLiveTest.SecretsGiven*:*TransportLiveTest.AnObjectLargerThanAskedIsRefusedUnread/obj' \
     >"$log" 2>&1 ||
     { echo live; return; }
+  # Rules that only a server with limit markers (2.11+) exercises, on the
+  # newest server when test.sh names it.
+  if [ -n "${KVFOLD_MUTATION_NATS_SERVER:-}" ]; then
+    KVFOLD_MUTATION="$m" KVFOLD_NATS_SERVER="$KVFOLD_MUTATION_NATS_SERVER" timeout 120 "$live" \
+      --gtest_brief=1 --gtest_fail_fast --gtest_filter='AuditLiveTest.*Marker*' >"$log" 2>&1 ||
+      { echo "live (newest server)"; return; }
+  fi
   KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast --threads 2 >"$log" 2>&1 ||
     { echo sim; return; }
   echo ""

@@ -199,7 +199,8 @@ step "network faults, full disks | Release shared build, package, examples"
 
 # Every correctness step has a test that fails without it (run-time switch).
 side asan 10000-17999 asan_tier
-side mutations 18000-31999 scripts/mutations.sh build 2
+KVFOLD_MUTATION_NATS_SERVER=$(tail -1 <<<"$servers" | awk '{print $3}') \
+  side mutations 18000-31999 scripts/mutations.sh build 2
 join_tiers
 step "ASan+UBSan build and tests | mutations"
 

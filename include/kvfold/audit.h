@@ -9,9 +9,17 @@
 // not: a revision names one immutable message, and a value corrupted on
 // disk is what the fold's checksums catch (docs/cli.md, "audit").
 //
+// A fold key the bucket holds no message of is judged only where that
+// proves something: a phantom where the key listing is the truth and the
+// stream still holds everything after C (within the marker window, on a
+// bucket with limit markers); kept where the bucket evicts and the key's
+// revision is below the first one retained; otherwise its change after C
+// is lost to the stream and it counts as in flight (the next mirror
+// repairs what the stream lost, as SPEC's repair policies say).
+//
 // Cost: one headers-only key listing (as relist), a point lookup in the
-// fold per listed key, a walk of the fold's keys, and one headers-only
-// read of the bucket per key that looks different (paced by
+// fold per listed key, a walk of the fold's keys, and one read of the
+// key's last message per fold key the listing did not name (paced by
 // AuditOptions::max_reads_per_second). Memory is bounded: the listing
 // spills to disk past `listing_memory_keys` keys.
 //
@@ -23,6 +31,7 @@
 #define KVFOLD_AUDIT_H_
 
 #include <cstdint>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -42,6 +51,9 @@ struct AuditOptions {
   double max_reads_per_second = 0;
   // How many divergent keys the report names (all are counted).
   size_t max_named = 20;
+  // Ends the audit early with Cancelled (checked between keys and while
+  // paced).
+  std::stop_token stop;
 };
 
 // How a key differs. The first three are divergences.
@@ -60,7 +72,8 @@ struct AuditReport {
   uint64_t cursor = 0;            // C: the fold's cursor the audit judged at
   uint64_t listing_revision = 0;  // the stream's last sequence before the listing
   uint64_t judged = 0;            // keys judged (equal or divergent)
-  uint64_t in_flight = 0;         // keys changed after C: not judged
+  uint64_t in_flight = 0;         // keys changed after C (or whose change
+                                  // after C the stream lost): not judged
   uint64_t missing = 0;
   uint64_t stale = 0;
   uint64_t phantom = 0;
@@ -79,9 +92,11 @@ struct AuditReport {
 
 // Judges `fold` against `source`'s bucket over the fold's recorded scope.
 // FailedPrecondition when it cannot judge: a fold without a cursor, of
-// another bucket, or of another stream (the bucket was recreated); the
-// errors of `source` and `fold` as they come. A divergence is a report,
-// not an error.
+// another bucket, or of another stream (the bucket was recreated, also
+// while the audit ran), or with every key in flight (nothing judged);
+// InvalidArgument for a max_reads_per_second between 0 and 0.01;
+// Cancelled when stopped; the errors of `source` and `fold` as they come.
+// A divergence is a report, not an error.
 StatusOr<AuditReport> Audit(BucketSource& source, Fold& fold, const AuditOptions& options = {});
 
 }  // namespace kvfold

@@ -6,8 +6,8 @@
 //     key listed at revision r <= C was live at r in the stream's state at
 //     C: the fold must hold it live at r.
 //  2. the fold's walk. A live entry at or below C that the listing did not
-//     name is read once more from the bucket's store (its last message,
-//     headers only), and that read decides: a listing races writes.
+//     name is read once more from the bucket's store (its last message),
+//     and that read decides: a listing races writes.
 // The fold moves on under a running mirror; entries never move backward,
 // so an entry read at or below C after C was committed is the one the fold
 // held at C, and one above C is in flight.
@@ -17,7 +17,9 @@
 #include <chrono>
 #include <thread>
 
+#include "core/marker_window.h"
 #include "core/mutation.h"
+#include "core/window.h"
 #include "kvfold/retention.h"
 #include "repair/change_writer.h"
 #include "repair/listed_keys.h"
@@ -50,6 +52,7 @@ class Auditor {
 
   // Pass 1: a key the listing named at `revision`.
   Status Listed(const std::string& key, uint64_t revision) {
+    if (options_.stop.stop_requested()) return Stopped();
     if (revision > cursor() && !KVFOLD_MUTANT("audit-judge-in-flight")) {
       ++report_.in_flight;
       return Status::OK();
@@ -70,30 +73,18 @@ class Auditor {
     return Status::OK();
   }
 
+  Status Stopped() const { return Status::Cancelled("the audit was stopped"); }
+
   // Pass 2: a live entry at or below C the listing did not name.
   Status Unlisted(const std::string& key, const Entry& entry) {
-    Pace();
+    KVFOLD_RETURN_IF_ERROR(Pace());
     auto last = source_.LastOfKey(key);
     if (!last.ok()) return last.status();
     if (*last && (*last)->seq > cursor()) {
       ++report_.in_flight;  // rewritten or deleted after C
       return Status::OK();
     }
-    if (!*last) {
-      // No message of the key: evicted (the fold keeps what the stream
-      // lost) or never there. Retention only moves forward, so a stream
-      // that now says its listing is the truth said so all along.
-      auto state = source_.ReadStream();
-      if (!state.ok()) return state.status();
-      if (!ClassifyRetention(*state, meta_.eviction_observed).listing_is_truth ||
-          KVFOLD_MUTANT("audit-no-message-is-kept")) {
-        ++report_.kept;
-        return Status::OK();
-      }
-      ++report_.judged;
-      Record(key, AuditFinding::kPhantom, entry.revision, 0);
-      return Status::OK();
-    }
+    if (!*last) return NoMessage(key, entry);
     const BucketMessage& m = **last;
     ++report_.judged;
     if (m.op != Op::kPut) {
@@ -109,6 +100,57 @@ class Auditor {
  private:
   uint64_t cursor() const { return report_.cursor; }
 
+  // A live fold entry at or below C whose key the stream holds no message
+  // of. The stream is read at most once per key judged this way, and not
+  // again while an earlier read already decides: retention only moves
+  // forward, so what an earlier read proved lost or evicted stays so.
+  Status NoMessage(const std::string& key, const Entry& entry) {
+    for (bool fresh = !state_.has_value();; fresh = true) {
+      if (fresh) {
+        auto state = source_.ReadStream();
+        if (!state.ok()) return state.status();
+        state_ = std::move(state).value();
+      }
+      const Verdict v = JudgeNoMessage(entry);
+      if (v == Verdict::kPhantom && !fresh) continue;  // judge on a fresh read
+      if (v == Verdict::kLost) ++report_.in_flight;
+      if (v == Verdict::kKept) ++report_.kept;
+      if (v == Verdict::kPhantom) {
+        ++report_.judged;
+        Record(key, AuditFinding::kPhantom, entry.revision, 0);
+      }
+      return Status::OK();
+    }
+  }
+
+  enum class Verdict { kLost, kKept, kPhantom };
+  Verdict JudgeNoMessage(const Entry& entry) const {
+    const StreamState& state = *state_;
+    // The stream no longer holds all of what came after C: a delete of
+    // the key after C may be among what it lost (the next mirror repairs
+    // it, by its policy), so its absence proves nothing. Evicted history
+    // (first_seq past C + 1), and on a bucket with limit markers a cursor
+    // outside the marker window (a marker written after C may have
+    // expired with no trace).
+    std::string why;
+    bool lost = core::CheckWindow(source_.bucket(), state, cursor(), meta_.stream_created, &why) !=
+                core::WindowFault::kNone;
+    core::MarkerTtl ttl(meta_.marker_ttl_ns);
+    ttl.Observe(state, meta_.cursor_time_ns);
+    if (const auto window = core::MarkerWindowNs(ttl.Apply(state));
+        window && state.last_seq > cursor() &&
+        !core::InsideMarkerWindow(meta_.cursor_time_ns, state.server_time_ns, *window)) {
+      lost = true;
+    }
+    // An eviction removes the oldest messages first: it explains a key
+    // whose every message lay below the first one retained.
+    const bool evicted = !ClassifyRetention(state, meta_.eviction_observed).listing_is_truth &&
+                         entry.revision < state.first_seq;
+    if (evicted || KVFOLD_MUTANT("audit-no-message-is-kept")) return Verdict::kKept;
+    if (lost && !KVFOLD_MUTANT("audit-trust-lost-tail")) return Verdict::kLost;
+    return Verdict::kPhantom;
+  }
+
   void Record(const std::string& key, AuditFinding finding, uint64_t fold_revision,
               uint64_t bucket_revision) {
     if (finding == AuditFinding::kMissing) ++report_.missing;
@@ -119,13 +161,19 @@ class Auditor {
     }
   }
 
-  void Pace() {
-    if (options_.max_reads_per_second <= 0) return;
+  Status Pace() {
+    if (options_.stop.stop_requested()) return Stopped();
+    if (options_.max_reads_per_second <= 0) return Status::OK();
     const auto gap = std::chrono::duration_cast<SteadyClock::duration>(
         std::chrono::duration<double>(1.0 / options_.max_reads_per_second));
-    const auto now = SteadyClock::now();
-    if (next_read_ > now) std::this_thread::sleep_for(next_read_ - now);
-    next_read_ = std::max(now, next_read_) + gap;
+    // Sleeps in short steps, so a stop is heard.
+    while (SteadyClock::now() < next_read_) {
+      if (options_.stop.stop_requested()) return Stopped();
+      std::this_thread::sleep_for(std::min<SteadyClock::duration>(next_read_ - SteadyClock::now(),
+                                                                  std::chrono::milliseconds(50)));
+    }
+    next_read_ = std::max(SteadyClock::now(), next_read_) + gap;
+    return Status::OK();
   }
 
   BucketSource& source_;
@@ -134,11 +182,15 @@ class Auditor {
   const FoldMeta& meta_;
   AuditReport& report_;
   SteadyClock::time_point next_read_{};
+  std::optional<StreamState> state_;  // read when a key has no message
 };
 
 }  // namespace
 
 StatusOr<AuditReport> Audit(BucketSource& source, Fold& fold, const AuditOptions& options) {
+  if (options.max_reads_per_second > 0 && options.max_reads_per_second < 0.01) {
+    return Status::InvalidArgument("max_reads_per_second must be 0 (unpaced) or at least 0.01");
+  }
   auto meta = fold.ReadMeta();
   if (!meta.ok()) return meta.status();
   if (!meta->cursor) {
@@ -151,14 +203,26 @@ StatusOr<AuditReport> Audit(BucketSource& source, Fold& fold, const AuditOptions
   }
   auto scope = Scope::Make(meta->scope.value_or(std::vector<std::string>{""}));
   if (!scope.ok()) return scope.status();
-  auto stream = source.ReadStream();
-  if (!stream.ok()) return stream.status();
-  if (stream->created != meta->stream_created) {
-    return Status::FailedPrecondition(
-        "the fold was made from another stream of bucket " + source.bucket() + " (created " +
-        meta->stream_created + "; the bucket's stream was created " + stream->created +
-        "): the bucket was recreated, and the next mirror rebuilds the fold");
-  }
+  // The stream the fold was made from, not gone backward below C; at the
+  // start also still holding everything after C.
+  auto same_stream = [&source, &meta](bool at_start) -> Status {
+    auto stream = source.ReadStream();
+    if (!stream.ok()) return stream.status();
+    std::string why;
+    const core::WindowFault fault =
+        core::CheckWindow(source.bucket(), *stream, meta->cursor, meta->stream_created, &why);
+    if (fault == core::WindowFault::kRecreated) {
+      return Status::FailedPrecondition(why + "; the next mirror rebuilds the fold");
+    }
+    if (fault == core::WindowFault::kExpired && at_start) {
+      return Status::FailedPrecondition(
+          why +
+          ": what the fold missed is gone from the stream, so it cannot be judged; the "
+          "next mirror repairs the fold by its repair policy");
+    }
+    return Status::OK();
+  };
+  KVFOLD_RETURN_IF_ERROR(same_stream(true));
 
   AuditReport report;
   report.cursor = *meta->cursor;
@@ -185,6 +249,22 @@ StatusOr<AuditReport> Audit(BucketSource& source, Fold& fold, const AuditOptions
       if (!*named) KVFOLD_RETURN_IF_ERROR(auditor.Unlisted(key, entry));
     }
     walker.Pop();
+  }
+  // Neither side may have been replaced meanwhile: a stream recreated, or
+  // a fold rebuilt under a running mirror, makes every finding moot.
+  KVFOLD_RETURN_IF_ERROR(same_stream(false).WithContext("while the audit ran"));
+  auto after = fold.ReadMeta();
+  if (!after.ok()) return after.status();
+  if (after->stream_created != meta->stream_created || after->cursor.value_or(0) < report.cursor) {
+    return Status::FailedPrecondition(
+        "the fold was rebuilt while the audit ran (cursor " + std::to_string(report.cursor) +
+        ", now " + (after->cursor ? std::to_string(*after->cursor) : "none") + "): audit it again");
+  }
+  if (report.judged == 0 && report.in_flight > 0) {
+    return Status::FailedPrecondition(
+        "nothing to judge: every key in scope changed after the fold's cursor " +
+        std::to_string(report.cursor) + " (" + std::to_string(report.in_flight) +
+        " in flight); let the mirror catch up, or audit a stopped one once it has");
   }
   return report;
 }

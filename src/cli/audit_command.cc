@@ -112,7 +112,8 @@ Runner AddAuditCommand(CLI::App& app) {
   cmd->add_option("--bucket", f->bucket, "the bucket (default: the one the fold mirrors)");
   AddConnectFlags(cmd, &f->connect);
   cmd->add_option("--max-reads-per-second", f->max_reads_per_second,
-                  "bucket reads per second that confirm a difference (0: unpaced; default 100)")
+                  "reads of a key's last message per second, one per fold key the listing did "
+                  "not name (0: unpaced, else at least 0.01; default 100)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--show", f->max_named, "how many divergent keys to name (default 20)");
   cmd->add_flag("--json", f->json,

@@ -16,7 +16,11 @@ void ScheduledAudit::Run(std::stop_token stop) {
         return;
       }
     }
-    metrics_.Record(Audit(source_, fold_, options_));
+    AuditOptions options = options_;
+    options.stop = stop;
+    auto report = Audit(source_, fold_, options);
+    if (report.status().IsCancelled()) return;  // the mirror stops
+    metrics_.Record(report);
   }
 }
 

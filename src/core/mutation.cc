@@ -30,6 +30,8 @@ constexpr const char* kKnown[] = {
     "audit-judge-in-flight",                 // audit: a key listed after the cursor is judged
     "audit-no-message-is-kept",  // audit: no message is taken for eviction on any bucket
     "audit-skip-fold-pass",      // audit: fold keys the listing did not name go unjudged
+    "audit-trust-lost-tail",     // audit: no message is a phantom though the stream lost what came
+                                 // after the cursor
     "repair-skip-flush",         // watcher: repairs without flushing what was received
     "drain-apply-unchecked",     // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo

@@ -176,6 +176,98 @@ TEST_F(AuditLiveTest, AnEvictingBucketsLostKeysAreKeptNotDivergent) {
   EXPECT_EQ(r.judged, 10u) << Describe(r);
 }
 
+// Where the bucket evicts, only a key whose revision lies below the first
+// one retained can have been evicted: a fold key above it with no message
+// is a phantom even there.
+TEST_F(AuditLiveTest, OnAnEvictingBucketOnlyKeysBelowTheFirstRetainedAreKept) {
+  kv_.CreateBucket("ev", {{"max_msgs", 1000}, {"discard", "old"}});
+  kv_.Put("ev", "k0", "v");
+  kv_.Put("ev", "k0", "again");  // first_seq 2: the memo's "has evicted"
+  for (int i = 1; i < 5; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");
+  auto source = Source("ev");
+  auto fold = OpenFold();
+  CatchUp(*source, *fold);
+  FoldCommit damage;
+  damage.entries["ghost"] = Entry{4, false, "boo"};  // first_seq is 2: never evicted
+  ASSERT_TRUE(fold->Commit(damage).ok());
+  AuditReport r = MustAudit(*source, *fold);
+  EXPECT_EQ(r.phantom, 1u) << Describe(r);
+  EXPECT_EQ(r.kept, 0u) << Describe(r);
+}
+
+// A stopped fold whose cursor the stream passed (history after it gone)
+// cannot be judged: what it missed is not in the stream any more, and the
+// next mirror repairs it. Not a phantom.
+TEST_F(AuditLiveTest, AnExpiredCursorCannotBeJudged) {
+  kv_.CreateBucket("x", {{"max_msgs_per_subject", 1}});
+  kv_.Put("x", "k", "v");  // 1
+  kv_.Put("x", "a", "v");  // 2
+  auto source = Source("x");
+  auto fold = OpenFold();
+  CatchUp(*source, *fold);
+  kv_.Put("x", "a", "w");  // 3, supersedes 2
+  kv_.Delete("x", "k");    // 4, supersedes 1
+  kv_.PurgeSubject("x", "k");
+  kv_.Put("x", "a", "z");  // 5, supersedes 3: the stream holds 5 alone
+  auto r = Audit(*source, *fold);
+  ASSERT_FALSE(r.ok()) << Describe(*r);
+  EXPECT_TRUE(r.status().IsFailedPrecondition()) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("cursor 2 expired"), std::string::npos)
+      << r.status().ToString();
+}
+
+// On a bucket with limit markers, a delete marker written after C can
+// expire before the audit reads: a fold key with no message left, behind
+// a cursor outside the marker window, is in flight, not a phantom.
+TEST_F(AuditLiveTest, AKeyWhoseMarkerExpiredAfterTheCursorIsNotAPhantom) {
+  constexpr int64_t kSecNs = 1000 * 1000 * 1000;
+  kv_.CreateBucket("ttl", {{"max_msgs_per_subject", 1},
+                           {"discard", "old"},
+                           {"allow_msg_ttl", true},
+                           {"subject_delete_marker_ttl", 1 * kSecNs}});
+  if (!kv_.HasLimitMarkers("ttl")) GTEST_SKIP() << "this server has no limit markers";
+  for (int i = 0; i < 10; ++i) kv_.Put("ttl", "p" + std::to_string(i), "v");
+  for (int i = 0; i < 5; ++i) kv_.PutWithTtl("ttl", "e" + std::to_string(i), "v", "1s");
+  auto source = Source("ttl");
+  auto fold = OpenFold();
+  CatchUp(*source, *fold);
+  // Every TTL expires (by 1 s) and every marker too (1 s after that).
+  std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_FALSE(kv_.StoredLast("ttl", "e" + std::to_string(i))) << "e" << i << " still stored";
+  }
+  AuditReport r = MustAudit(*source, *fold);
+  EXPECT_EQ(r.divergent(), 0u) << Describe(r);
+  EXPECT_EQ(r.judged, 10u) << Describe(r);
+  EXPECT_EQ(r.in_flight, 5u) << Describe(r);
+}
+
+// An audit in a mirror's process ends when the mirror stops, also while it
+// paces its reads.
+TEST_F(AuditLiveTest, AStopEndsAPacedAudit) {
+  kv_.CreateBucket("slow");
+  kv_.Put("slow", "k", "v");
+  auto source = Source("slow");
+  auto fold = OpenFold();
+  CatchUp(*source, *fold);
+  FoldCommit damage;  // 50 keys to confirm, at 2 reads a second: 25 s
+  for (int i = 0; i < 50; ++i) damage.entries["ghost" + std::to_string(i)] = Entry{1, false, "x"};
+  ASSERT_TRUE(fold->Commit(damage).ok());
+  std::stop_source stop;
+  AuditOptions o;
+  o.max_reads_per_second = 2;
+  o.stop = stop.get_token();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
+  const auto started = std::chrono::steady_clock::now();
+  auto r = Audit(*source, *fold, o);
+  stopper.join();
+  EXPECT_TRUE(r.status().IsCancelled()) << r.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(3));
+}
+
 TEST_F(AuditLiveTest, TheCommandExitsZeroWhenEqualFiveWhenDivergentAndOneWhenItCannotJudge) {
   kv_.CreateBucket("cli");
   for (int i = 0; i < 5; ++i) kv_.Put("cli", "k" + std::to_string(i), "v");
