@@ -184,7 +184,8 @@ std::string NatsConnection::ConnectedServer() const {
 
 NatsConnection::~NatsConnection() {
   if (conn_ != nullptr) {
-    natsConnection_Close(conn_);
+    natsConnection_Close(conn_);  // joins the reader thread
+    for (natsSubscription* sub : retired_) natsSubscription_Destroy(sub);
     natsConnection_Destroy(conn_);
   }
   if (opts_ != nullptr) natsOptions_Destroy(opts_);
@@ -262,18 +263,20 @@ StatusOr<NatsConnection::Reply> NatsConnection::Request(
     return Status::Unavailable("subscribing to a reply inbox on " + url_ + ": " + NatsError(s));
   }
   struct SubOwner {
-    natsConnection* conn;
+    NatsConnection* owner;
     natsSubscription* sub;
     bool replied = false;
     ~SubOwner() {
       (void)natsSubscription_Unsubscribe(sub);
       // Without a reply taken, nats.c's reader thread may still be handing
-      // a late one to this subscription (libnats 3.4 then touches freed
-      // memory, as OrderedDelivery::Unsubscribe says): a round trip first.
-      if (!replied) (void)natsConnection_FlushTimeout(conn, 2000);
-      natsSubscription_Destroy(sub);
+      // a late one to this subscription (DestroySubscription).
+      if (replied) {
+        natsSubscription_Destroy(sub);
+      } else {
+        owner->DestroySubscription(sub);
+      }
     }
-  } sub_owner{conn_, sub};
+  } sub_owner{this, sub};
   natsMsg* msg = nullptr;
   s = natsMsg_Create(&msg, subject.c_str(), inbox, data.data(), static_cast<int>(data.size()));
   if (s != NATS_OK) return Status::Internal("creating a message: " + NatsError(s));
@@ -313,6 +316,20 @@ StatusOr<NatsConnection::Reply> NatsConnection::Request(
 bool NatsConnection::TakeSlowConsumer(natsSubscription* sub) {
   std::lock_guard lock(state_->mu);
   return state_->slow.erase(sub) > 0;
+}
+
+void NatsConnection::DestroySubscription(natsSubscription* sub) {
+  std::vector<natsSubscription*> done;
+  const bool flushed = natsConnection_FlushTimeout(conn_, 2000) == NATS_OK;
+  {
+    std::lock_guard lock(retired_mu_);
+    retired_.push_back(sub);
+    // A round trip proves the reader past everything read before it, also
+    // for what earlier failed ones kept (a reader from before a reconnect
+    // was joined when the new one started): all of it may go.
+    if (flushed) done.swap(retired_);
+  }
+  for (natsSubscription* s : done) natsSubscription_Destroy(s);
 }
 
 StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,

@@ -53,6 +53,17 @@ class NatsConnection {
   // True once after nats.c reported `sub` as a slow consumer.
   bool TakeSlowConsumer(natsSubscription* sub);
 
+  // Frees an unsubscribed `sub` once nothing can touch it. libnats 3.4's
+  // reader thread may still be handing it a message it read before the
+  // unsubscribe (it then locks freed memory: the kill campaign crashed on
+  // it, nats.c issue 637). A round trip to the server is handled by that
+  // same thread after whatever came before, so when it succeeds `sub` is
+  // freed at once; when it fails (a lost or slow connection, where the
+  // reader may still be working through what it read) `sub` is kept until
+  // the next round trip that succeeds, or until this connection is closed,
+  // which joins the reader.
+  void DestroySubscription(natsSubscription* sub);
+
   // PermissionDenied, naming the subject, once the server refused a
   // publish or a subscription on this connection; else OK. kvfold sends
   // only what it needs, so any refusal means the credentials lack a right
@@ -140,6 +151,8 @@ class NatsConnection {
   std::string url_;
   std::shared_ptr<CallbackState> state_ = std::make_shared<CallbackState>();
   uintptr_t callback_id_ = 0;
+  std::mutex retired_mu_;
+  std::vector<natsSubscription*> retired_;  // see DestroySubscription
 };
 
 // "<natsStatus text>: <nats.c's last error>" for messages.

@@ -82,15 +82,9 @@ Status OrderedDelivery::Subscribe() {
 void OrderedDelivery::Unsubscribe() {
   if (sub_ == nullptr) return;
   natsSubscription_Unsubscribe(sub_);
-  // nats.c's reader thread may still be handing a message it read before
-  // the unsubscribe to this subscription (libnats 3.4 then touches freed
-  // memory: the kill campaign crashed on it). A round trip to the server
-  // is handled by that same thread after whatever came before, so once it
-  // returns nothing refers to the subscription any more. Best effort: a
-  // lost connection has no reader at work.
-  (void)natsConnection_FlushTimeout(conn_->raw(), 2000);
   conn_->TakeSlowConsumer(sub_);
-  natsSubscription_Destroy(sub_);
+  // Freed once nats.c's reader thread cannot be handing it a message.
+  conn_->DestroySubscription(sub_);
   sub_ = nullptr;
 }
 

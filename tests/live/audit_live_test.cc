@@ -13,6 +13,7 @@
 #include "kvfold/kvfold.h"
 #include "live/cli_process.h"
 #include "live/kv_client.h"
+#include "live/must.h"
 #include "live/nats_server.h"
 #include "test_dir.h"
 
@@ -29,16 +30,14 @@ class AuditLiveTest : public ::testing::Test {
     ConnectOptions o;
     o.url = server_.url();
     auto s = OpenNatsBucket(o, bucket);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
+    return Must(std::move(s), "opening bucket " + bucket);
   }
 
   std::unique_ptr<Fold> OpenFold(const std::string& name = "fold") {
     FoldOptions fo;
     fo.sync = false;
     auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    return std::move(f).value();
+    return Must(std::move(f), "opening a fold");
   }
 
   void CatchUp(BucketSource& source, Fold& fold) {

@@ -14,6 +14,7 @@
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
 #include "live/kv_client.h"
+#include "live/must.h"
 #include "live/nats_proxy.h"
 #include "live/nats_server.h"
 
@@ -110,16 +111,14 @@ class DeliveryGapLiveTest : public ::testing::Test {
     ConnectOptions o;
     o.url = proxy_.url();
     auto s = OpenNatsBucket(o, bucket);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
+    return Must(std::move(s), "opening bucket " + bucket);
   }
 
   std::unique_ptr<Fold> OpenFold() {
     FoldOptions fo;
     fo.sync = false;
     auto f = OpenRocksFold(dir_.path() + "/fold", fo);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    return std::move(f).value();
+    return Must(std::move(f), "opening a fold");
   }
 
   // Options that record the log and every revision the hook is fed.

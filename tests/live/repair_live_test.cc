@@ -12,6 +12,7 @@
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
 #include "live/kv_client.h"
+#include "live/must.h"
 #include "live/nats_server.h"
 #include "test_dir.h"
 
@@ -48,8 +49,7 @@ class RepairLiveTest : public ::testing::Test {
 
   std::unique_ptr<BucketSource> Source(const std::string& bucket) {
     auto s = OpenNatsBucket(Connect(), bucket);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
+    return Must(std::move(s), "opening bucket " + bucket);
   }
 
   std::unique_ptr<Node> NewNode(const std::string& name) {
@@ -57,8 +57,7 @@ class RepairLiveTest : public ::testing::Test {
     FoldOptions fo;
     fo.sync = false;
     auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    n->fold = std::move(f).value();
+    n->fold = Must(std::move(f), "opening fold " + name);
     return n;
   }
 

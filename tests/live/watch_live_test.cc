@@ -10,6 +10,7 @@
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
 #include "live/kv_client.h"
+#include "live/must.h"
 #include "live/nats_server.h"
 #include "nats/ordered_delivery.h"
 
@@ -26,16 +27,14 @@ class WatchLiveTest : public ::testing::Test {
     ConnectOptions o;
     o.url = server_.url();
     auto s = OpenNatsBucket(o, bucket);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
+    return Must(std::move(s), "opening bucket " + bucket);
   }
 
   std::unique_ptr<Fold> OpenFold(const std::string& name = "fold") {
     FoldOptions fo;
     fo.sync = false;  // process crashes are what these tests model
     auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
-    EXPECT_TRUE(f.ok()) << f.status().ToString();
-    return std::move(f).value();
+    return Must(std::move(f), "opening a fold");
   }
 
   struct Result {
@@ -64,6 +63,10 @@ class WatchLiveTest : public ::testing::Test {
     BackgroundWatch(BucketSource& source, Fold& fold, WatchOptions o) : fold_(fold) {
       o.stop = stop_.get_token();
       thread_ = std::thread([this, &source, o] { status_ = Watch(source, fold_, o); });
+    }
+    // A test that failed (threw) mid-watch still stops and joins it.
+    ~BackgroundWatch() {
+      if (thread_.joinable()) (void)Stop();
     }
     // Waits (at most `limit`) until the fold's cursor reaches `seq`.
     void WaitForCursor(uint64_t seq, std::chrono::seconds limit) {
