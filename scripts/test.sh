@@ -78,7 +78,7 @@ join_tiers() {
     # last, where it is read.
     for t in $failed; do
       echo "test.sh: what failed in tier $t:"
-      grep -E -A12 '^\[  FAILED  \]|Failure$|survivors:|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|test.sh: .* (not|failed|did not)' \
+      grep -E -A12 '^\[  FAILED  \]|Failure$|survivors:|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|: error: |test.sh: .* (not|failed|did not)' \
         "$logs/$t.log" | head -80 | sed "s/^/[$t] /"
       # A test binary killed by a signal: the test it was in and its stack
       # (tests/crash_report.cc), and the last test started, if no report.

@@ -12,6 +12,9 @@
 
 namespace {
 
+// The sanitizers report a crash themselves, with a better stack.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
 void ReportAndDie(int sig) {
   const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
   char line[512];
@@ -27,9 +30,6 @@ void ReportAndDie(int sig) {
 }
 
 bool Install() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return false;  // the sanitizers report a crash themselves, with a better stack
-#else
   void* warm[1];
   backtrace(warm, 1);  // loads libgcc now, not inside the handler
   struct sigaction action = {};
@@ -38,9 +38,10 @@ bool Install() {
   sigemptyset(&action.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) sigaction(sig, &action, nullptr);
   return true;
-#endif
 }
 
 const bool installed = Install();
+
+#endif
 
 }  // namespace
