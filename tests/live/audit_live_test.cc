@@ -179,16 +179,18 @@ TEST_F(AuditLiveTest, AnEvictingBucketsLostKeysAreKeptNotDivergent) {
 // one retained can have been evicted: a fold key above it with no message
 // is a phantom even there.
 TEST_F(AuditLiveTest, OnAnEvictingBucketOnlyKeysBelowTheFirstRetainedAreKept) {
-  kv_.CreateBucket("ev", {{"max_msgs", 1000}, {"discard", "old"}});
-  kv_.Put("ev", "k0", "v");
-  kv_.Put("ev", "k0", "again");  // first_seq 2: the memo's "has evicted"
-  for (int i = 1; i < 5; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");
+  kv_.CreateBucket("ev", {{"max_msgs", 1000}, {"discard", "old"}, {"max_msgs_per_subject", 1}});
+  for (int i = 0; i < 5; ++i) kv_.Put("ev", "k" + std::to_string(i), "v");  // 1..5
   auto source = Source("ev");
   auto fold = OpenFold();
+  CatchUp(*source, *fold);
+  kv_.Put("ev", "k0", "again");  // 6 supersedes 1: first_seq 2, "has evicted"
   CatchUp(*source, *fold);
   FoldCommit damage;
   damage.entries["ghost"] = Entry{4, false, "boo"};  // first_seq is 2: never evicted
   ASSERT_TRUE(fold->Commit(damage).ok());
+  ASSERT_GT(kv_.StreamInfo("ev")["state"].value("first_seq", uint64_t{0}), 1u)
+      << "the bucket must count as having evicted (the listing not the truth)";
   AuditReport r = MustAudit(*source, *fold);
   EXPECT_EQ(r.phantom, 1u) << Describe(r);
   EXPECT_EQ(r.kept, 0u) << Describe(r);
