@@ -321,6 +321,65 @@ TEST_F(ArtifactTest, ALoadedSeedDiscardsAnUnfinishedOne) {
   EXPECT_EQ(meta.entries, m.entry_count);
 }
 
+// Issue 35: the manifest's fold digest names the (key, revision) pairs the
+// chunks must hold. A manifest edited and re-checksummed to disagree (or an
+// exporter that lost an entry) is refused by verify and seed, and the fold
+// is untouched. Mutant fold-digest-ignored accepts it.
+TEST_F(ArtifactTest, AManifestWhoseFoldDigestDisagreesIsRefused) {
+  ArtifactManifest m = Export();
+  ASSERT_EQ(m.fold_digest.size(), 32u);
+  RewriteManifest(m.artifact_id,
+                  [](wire::Manifest* w) { w->set_fold_digest(std::string(32, 'x')); });
+  Status s = VerifyArtifact(*to_, m.artifact_id, {});
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("fold digest"), std::string::npos) << s.ToString();
+  ExpectSeedRefused("fold digest");
+  RewriteManifest(m.artifact_id, [](wire::Manifest* w) { w->set_fold_digest("short"); });
+  EXPECT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).IsCorruption());
+}
+
+// Artifacts written before the digest still verify and seed.
+TEST_F(ArtifactTest, AnArtifactWithoutAFoldDigestStillVerifiesAndSeeds) {
+  ArtifactManifest m = Export();
+  RewriteManifest(m.artifact_id, [](wire::Manifest* w) { w->clear_fold_digest(); });
+  EXPECT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(SeedFold(*fold, *to_, {}).ok());
+  EXPECT_EQ(LiveEntries(*fold), LiveEntries(*source_));
+}
+
+// Issue 35: a seed reads back what it wrote and checks it against the fold
+// digest before the cursor lands, through commits (the memory fold) and
+// through the loader (RocksDB). A store that keeps one entry at a wrong
+// revision while reporting success leaves an unfinished seed, which the
+// watcher refuses, and a re-run that discards it seeds right. Mutant
+// seed-skip-readback gives the wrong fold its cursor.
+TEST_F(ArtifactTest, ASeedThatWroteWrongIsCaughtByReadingBackAndGetsNoCursor) {
+  ArtifactManifest m = Export();
+  const std::string victim = LiveEntries(*source_).begin()->first;
+  TestDir dir;
+  auto rocks = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+  std::unique_ptr<Fold> memory = NewMemoryFold();
+  for (Fold* inner : {memory.get(), rocks->get()}) {
+    sim::FaultFold lying(*inner);
+    lying.MisrememberRevisionOf(victim);
+    auto seeded = SeedFold(lying, *to_, {});
+    ASSERT_FALSE(seeded.ok());
+    EXPECT_NE(seeded.status().message().find("read back"), std::string::npos)
+        << seeded.status().ToString();
+    const FoldMeta meta = *inner->ReadMeta();
+    EXPECT_FALSE(meta.cursor.has_value());
+    EXPECT_TRUE(meta.unfinished_seed());
+    SeedOptions o;
+    o.discard_unfinished = true;
+    auto again = SeedFold(*inner, *to_, o);
+    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    EXPECT_EQ(LiveEntries(*inner), LiveEntries(*source_));
+    EXPECT_EQ(inner->ReadMeta()->cursor, m.cursor);
+  }
+}
+
 TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {
   Export();
   auto fold = SourceFold(3);

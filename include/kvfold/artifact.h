@@ -61,6 +61,11 @@ struct ArtifactManifest {
   int64_t marker_ttl_ns = 0;   // FoldMeta::marker_ttl_ns of the exporter; 0 none seen
   bool eviction_observed = false;
   std::string eviction_cause;  // FoldMeta::eviction_cause
+  // SHA-256 over the (key, revision) pairs the chunks hold, in key order
+  // (32 raw bytes); empty for an artifact written before it existed.
+  // Verify, seed and restore recompute it over what they read, and seed
+  // and restore once more over what they wrote to the fold.
+  std::string fold_digest;
   int64_t created_unix_ms = 0;
   std::string exporter_id;
   uint64_t entry_count = 0;

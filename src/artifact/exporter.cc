@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "artifact/chunk_codec.h"
+#include "artifact/fold_digest.h"
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
 #include "core/mutation.h"
@@ -105,6 +106,7 @@ class ChunkWriter {
   ArtifactManifest& m_;
   ArtifactProgress progress_;
   std::string raw_;
+  artifact::FoldDigest digest_;  // over every record added
   ArtifactChunk current_;
   std::future<StatusOr<ArtifactChunk>> publishing_;
 };
@@ -146,6 +148,7 @@ Status ChunkWriter::Add(std::string_view key, const Entry& e) {
   current_.last_key = key;
   ++current_.entry_count;
   artifact::AppendRecord(&raw_, key, e.revision, e.value);
+  digest_.Add(key, e.revision);
   if (raw_.size() >= options_.chunk_raw_bytes) return Publish();
   return Status::OK();
 }
@@ -197,6 +200,7 @@ Status ChunkWriter::Finish(bool publish_last) {
   Status s = publish_last ? Publish() : Status::OK();
   // Always waited for: on failure its chunk, if published, is removed too.
   Status last = Collect();
+  if (s.ok() && last.ok()) m_.fold_digest = digest_.Value();
   return s.ok() ? last : s;
 }
 

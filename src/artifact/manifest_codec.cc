@@ -91,6 +91,7 @@ ArtifactManifest FromProto(const pb::Manifest& m, const pb::ManifestEnvelope& en
     out.eviction_cause =
         m.eviction_cause().empty() ? std::string(kEvictionCauseUnknown) : m.eviction_cause();
   }
+  out.fold_digest = m.fold_digest();
   out.created_unix_ms = m.created_unix_ms();
   out.exporter_id = m.exporter_id();
   out.entry_count = m.entry_count();
@@ -117,6 +118,7 @@ pb::Manifest ToProto(const ArtifactManifest& m) {
   out.set_marker_ttl_ns(m.marker_ttl_ns);
   out.set_eviction_observed(m.eviction_observed);
   if (m.eviction_observed) out.set_eviction_cause(m.eviction_cause);
+  out.set_fold_digest(m.fold_digest);
   out.set_created_unix_ms(m.created_unix_ms);
   out.set_exporter_id(m.exporter_id);
   out.set_entry_count(m.entry_count);

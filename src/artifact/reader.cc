@@ -7,6 +7,7 @@
 
 #include "artifact/artifact_reader.h"
 #include "artifact/chunk_codec.h"
+#include "artifact/fold_digest.h"
 #include "artifact/manifest_codec.h"
 #include "artifact/signer.h"
 #include "core/mutation.h"
@@ -48,6 +49,10 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
   ArtifactManifest m = artifact::FromProto(proto, envelope);
   if (m.artifact_id != artifact_id) {
     return Status::Corruption(what + " names itself " + m.artifact_id);
+  }
+  if (!m.fold_digest.empty() && m.fold_digest.size() != 32) {
+    return Status::Corruption(what + " records a fold digest of " +
+                              std::to_string(m.fold_digest.size()) + " bytes, not 32");
   }
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     const std::string expected_prefix = artifact_id + "/";
@@ -204,9 +209,14 @@ Status ReadAllChunks(Transport& from, const ArtifactManifest& m, const RecordFn&
   std::string previous;
   ArtifactProgress p;
   p.entries_total = m.entry_count;
+  FoldDigest digest;
+  const RecordFn digested = [&](std::string_view key, uint64_t rev, std::string_view value) {
+    digest.Add(key, rev);
+    return fn(key, rev, value);
+  };
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     uint64_t stored = 0;
-    KVFOLD_RETURN_IF_ERROR(ReadChunk(from, m, i, &previous, fn, &stored));
+    KVFOLD_RETURN_IF_ERROR(ReadChunk(from, m, i, &previous, digested, &stored));
     p.entries_done += m.chunks[i].entry_count;
     p.bytes_done += stored;
     if (progress) progress(p);
@@ -216,7 +226,7 @@ Status ReadAllChunks(Transport& from, const ArtifactManifest& m, const RecordFn&
                               std::to_string(m.entry_count) + " entries but its chunks hold " +
                               std::to_string(p.entries_done));
   }
-  return Status::OK();
+  return CheckFoldDigest(m.fold_digest, digest.Value(), "the records of artifact " + m.artifact_id);
 }
 
 }  // namespace artifact

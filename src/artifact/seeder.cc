@@ -2,20 +2,24 @@
 //
 // Into a fold with a loader (the RocksDB fold) and no entries: one pass
 // verifies each chunk as it stages it, and the loader commits every entry
-// with the cursor, bucket, scope and identity in one atomic step, so bad
-// input or a kill leaves the fold as it was (a discarded unfinished seed
-// goes in a commit right before that step: a kill between leaves an empty
-// fold).
+// under the seeding marker in one atomic step, so bad input or a kill
+// leaves the fold as it was (a discarded unfinished seed goes in a commit
+// right before that step: a kill between leaves an empty fold).
 //
 // Otherwise the whole artifact is verified before the first commit (bad
 // input leaves the fold untouched); then each chunk is re-read,
-// re-verified and committed without a cursor, and the cursor, bucket,
-// scope and identity land only in the final commit, so a kill mid-seed
-// leaves a fold the watcher refuses and a re-run finishes.
+// re-verified and committed under the seeding marker.
+//
+// Either way what was written is read back and checked against the
+// manifest's fold digest before the last commit sets the cursor, bucket,
+// scope and identity (and clears the marker): a kill before it leaves a
+// fold the watcher refuses and a re-run finishes, and a fold that does not
+// hold what the exporter's held never gets a cursor.
 
 #include <utility>
 
 #include "artifact/artifact_reader.h"
+#include "artifact/fold_digest.h"
 #include "core/mutation.h"
 #include "kvfold/artifact.h"
 
@@ -46,6 +50,8 @@ class Seed {
   Status ApplyChunks(const ArtifactManifest& m);
   // Commits `commit`, a part of a chunk, under the seeding marker.
   Status CommitPart(const ArtifactManifest& m, FoldCommit* commit);
+  // What the fold holds now against the manifest's fold digest.
+  Status ReadBack(const ArtifactManifest& m);
   // The commit of the cursor, bucket, scope and identity.
   FoldCommit Final(const ArtifactManifest& m) const;
 
@@ -181,7 +187,24 @@ Status Seed::Load(const ArtifactManifest& m, FoldLoader& loader) {
     clear.seeding = "";
     KVFOLD_RETURN_IF_ERROR(fold_.Commit(clear));
   }
-  return loader.Finish(Final(m));
+  FoldCommit staged;
+  staged.seeding = id_;
+  KVFOLD_RETURN_IF_ERROR(loader.Finish(staged));
+  KVFOLD_RETURN_IF_ERROR(ReadBack(m));
+  return fold_.Commit(Final(m));
+}
+
+Status Seed::ReadBack(const ArtifactManifest& m) {
+  if (m.fold_digest.empty() || KVFOLD_MUTANT("seed-skip-readback")) return Status::OK();
+  // Everything in the fold is this seed's: it was empty, or cleared.
+  auto digest = artifact::DigestOfFold(fold_, {""}, m.cursor);
+  if (!digest.ok()) return digest.status();
+  return artifact::CheckFoldDigest(m.fold_digest, *digest,
+                                   "the fold seeded from artifact " + id_ + ", read back,")
+      .WithContext(
+          "the fold holds an unfinished seed that is not the artifact's (a fault of "
+          "this disk or of kvfold); it gets no cursor" +
+          std::string(kDiscardHint));
 }
 
 FoldCommit Seed::Final(const ArtifactManifest& m) const {
@@ -220,6 +243,7 @@ StatusOr<ArtifactManifest> Seed::Run() {
         {}));
   }
   KVFOLD_RETURN_IF_ERROR(ApplyChunks(*manifest));
+  KVFOLD_RETURN_IF_ERROR(ReadBack(*manifest));
   KVFOLD_RETURN_IF_ERROR(fold_.Commit(Final(*manifest)));
   return manifest;
 }

@@ -8,8 +8,10 @@
 // mid-restore re-runs it, and re-running it changes nothing already done.
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
+#include "artifact/fold_digest.h"
 #include "core/backoff.h"
 #include "core/marker_window.h"
 #include "core/mutation.h"
@@ -68,6 +70,11 @@ class RestoreAttempt {
   // Merges the fold keys before `bound` (all when nullptr): the fold's
   // alone.
   Status MergeFoldOnlyBefore(ChangeWriter& writer, FoldWalker& walker, const std::string* bound);
+  // What the merge left in the fold against the manifest's fold digest,
+  // where the fold's scope is the artifact's: its live entries at or below
+  // the artifact's cursor, but for keys the merge kept because the bucket
+  // lists them live, are exactly the artifact's.
+  Status ReadBack();
   Status Finish(ChangeWriter& writer);
   // The fold's faults are final: only the artifact side may pass with time.
   Status Final(Status s) {
@@ -82,6 +89,7 @@ class RestoreAttempt {
   bool* retry_;
   int64_t marker_ttl_ns_ = 0;  // as the last check measured it
   bool fold_only_live_ = false;
+  std::set<std::string, std::less<>> kept_live_;  // fold-only keys the merge kept live
   ListedKeys listed_;
   uint64_t listing_revision_ = 0;
   StreamState checked_;  // the last check's stream state
@@ -103,6 +111,11 @@ Status RestoreAttempt::Run() {
   KVFOLD_RETURN_IF_ERROR(MergePass(writer, walker));
   if (out_->stopped) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(MergeFoldOnlyBefore(writer, walker, nullptr));
+  if (!m_.fold_digest.empty()) {
+    // What is read back must be in the fold: the trailing deletes too.
+    KVFOLD_RETURN_IF_ERROR(Final(writer.Flush()));
+    KVFOLD_RETURN_IF_ERROR(ReadBack());
+  }
   return Finish(writer);
 }
 
@@ -137,6 +150,7 @@ StatusOr<StreamState> RestoreAttempt::Check(const char* when) {
 Status RestoreAttempt::VerifyPass() {
   std::string previous;
   uint64_t entries = 0;
+  artifact::FoldDigest digest;
   FoldWalker walker(ctx_.fold, req_.scope, /*values=*/false);
   Status fold_error;
   // Passes the fold keys before `bound` (all when nullptr), noting whether
@@ -160,11 +174,12 @@ Status RestoreAttempt::VerifyPass() {
     entries = m_.entry_count;
   }
   for (size_t i = 0; i < m_.chunks.size() && !KVFOLD_MUTANT("restore-skip-verify-pass"); ++i) {
-    Status read = ctx_.artifacts->ReadChunk(m_, i, &previous,
-                                            [&](std::string_view key, uint64_t, std::string_view) {
-                                              ++entries;
-                                              return find_fold_only_live(&key);
-                                            });
+    Status read = ctx_.artifacts->ReadChunk(
+        m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view) {
+          ++entries;
+          digest.Add(key, rev);
+          return find_fold_only_live(&key);
+        });
     if (!fold_error.ok()) return Final(fold_error);
     KVFOLD_RETURN_IF_ERROR(read);
     if (ctx_.stop.stop_requested()) {
@@ -178,7 +193,9 @@ Status RestoreAttempt::VerifyPass() {
                               std::to_string(m_.entry_count) + " entries but its chunks hold " +
                               std::to_string(entries));
   }
-  return Status::OK();
+  if (KVFOLD_MUTANT("restore-skip-verify-pass")) return Status::OK();
+  return artifact::CheckFoldDigest(m_.fold_digest, digest.Value(),
+                                   "the records of artifact " + m_.artifact_id);
 }
 
 Status RestoreAttempt::ListIfNeeded() {
@@ -207,6 +224,7 @@ Status RestoreAttempt::MergeKey(ChangeWriter& writer, const std::string& key,
     live = *c;
   }
   auto change = core::RestoreKey(fold, art, live, delete_revision, req_.rebase);
+  if (fold && !art && !fold->deleted && (!change || !change->entry.deleted)) kept_live_.insert(key);
   if (!change) return Status::OK();
   if (art && change->entry == *art) ++out_->taken;
   // A hook or store failure is final: only the artifact side may pass
@@ -267,6 +285,25 @@ Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
     }
   }
   return Status::OK();
+}
+
+Status RestoreAttempt::ReadBack() {
+  if (m_.fold_digest.empty() || req_.scope.prefixes() != m_.scope ||
+      KVFOLD_MUTANT("restore-skip-readback")) {
+    return Status::OK();  // nothing recorded, or a digest over another scope
+  }
+  auto digest = artifact::DigestOfFold(ctx_.fold, m_.scope, m_.cursor, [this](std::string_view k) {
+    return kept_live_.contains(k);
+  });
+  if (!digest.ok()) return Final(digest.status());
+  // Written under the old cursor, which does not move: a fault of this
+  // disk or of kvfold, not of the artifact, and not one time heals.
+  return Final(artifact::CheckFoldDigest(
+                   m_.fold_digest, *digest,
+                   "the fold restored from artifact " + m_.artifact_id + ", read back,")
+                   .WithContext("the fold does not hold what it was just given (a fault of "
+                                "this disk or of kvfold); its cursor stays. Rebuild it: a new "
+                                "fold directory, seeded from the artifact"));
 }
 
 Status RestoreAttempt::Finish(ChangeWriter& writer) {

@@ -1,6 +1,6 @@
 // Writes the golden artifacts into the directory given (see
 // artifacts/FORMAT.md, "Golden artifacts"):
-//   build/kvfold_make_golden artifacts/golden/v1
+//   build/tests/kvfold_make_golden artifacts/golden/v1-digest
 #include <cstdio>
 
 #include "golden/golden_fold.h"

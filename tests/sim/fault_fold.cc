@@ -50,8 +50,48 @@ StatusOr<std::unique_ptr<FoldSnapshot>> FaultFold::Snapshot() {
   return inner_->Snapshot();
 }
 
-Status FaultFold::Commit(const FoldCommit& commit) {
+FoldCommit FaultFold::Misremembered(const FoldCommit& commit) const {
+  FoldCommit out = commit;
+  auto it = out.entries.find(misremember_);
+  if (it != out.entries.end()) ++it->second.revision;
+  return out;
+}
+
+namespace {
+
+// A loader that misremembers one key's revision, as FaultFold::Commit.
+class MisrememberingLoader final : public FoldLoader {
+ public:
+  MisrememberingLoader(std::unique_ptr<FoldLoader> inner, std::string key)
+      : inner_(std::move(inner)), key_(std::move(key)) {}
+  Status Add(std::string_view key, const Entry& entry) override {
+    Entry stored = entry;
+    if (key == key_) ++stored.revision;
+    return inner_->Add(key, stored);
+  }
+  Status Finish(const FoldCommit& commit) override { return inner_->Finish(commit); }
+
+ private:
+  std::unique_ptr<FoldLoader> inner_;
+  std::string key_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FoldLoader>> FaultFold::NewLoader() {
+  // Commit faults need commits: no loader, unless a loader's write is to
+  // be misremembered.
+  if (misremember_.empty()) return std::unique_ptr<FoldLoader>();
+  auto inner = inner_->NewLoader();
+  if (!inner.ok() || !*inner) return inner;
+  return std::unique_ptr<FoldLoader>(
+      std::make_unique<MisrememberingLoader>(std::move(inner).value(), misremember_));
+}
+
+Status FaultFold::Commit(const FoldCommit& given) {
   if (Died()) return Dead();
+  const FoldCommit misremembered = misremember_.empty() ? FoldCommit() : Misremembered(given);
+  const FoldCommit& commit = misremember_.empty() ? given : misremembered;
   ++attempts_;
   if (fail_all_) {
     ++fired_;

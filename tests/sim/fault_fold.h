@@ -50,6 +50,10 @@ class FaultFold final : public Fold {
     fail_all_with_ = std::move(why);
   }
   void StopFailing() { fail_all_ = false; }
+  // Every write of `key` from now on, by a commit or a loader, stores it
+  // at its revision plus one and reports success: a silent fault of the
+  // disk or of the write path, which only reading back can tell.
+  void MisrememberRevisionOf(std::string key) { misremember_ = std::move(key); }
 
   // Asked before and after each call: true once the process died under
   // the store (a FaultEnv death), which this wrapper then reports.
@@ -68,8 +72,12 @@ class FaultFold final : public Fold {
   StatusOr<FoldMeta> ReadMeta() override;
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
   Status Commit(const FoldCommit& commit) override;
+  StatusOr<std::unique_ptr<FoldLoader>> NewLoader() override;
 
  private:
+  // `commit` as the store keeps it (MisrememberRevisionOf).
+  FoldCommit Misremembered(const FoldCommit& commit) const;
+  std::string misremember_;
   Fold* inner_;
   std::map<int, Fault> armed_;
   std::function<bool()> dead_;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 
+#include "artifact/manifest_codec.h"
 #include "fold_view.h"
 #include "kvfold/artifact.h"
 #include "kvfold/health.h"
@@ -165,6 +166,27 @@ class Artifacts {
     f.seekp(middle);
     c = static_cast<char>(c ^ 0x5a);
     f.write(&c, 1);
+  }
+  // Rewrites the newest artifact's manifest through `edit`, in a valid
+  // (unsigned) frame.
+  void RewriteNewestManifest(const std::function<void(wire::Manifest*)>& edit) {
+    std::string newest;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path() + "/arts")) {
+      const std::string p = e.path().string();
+      if (p.ends_with("/manifest") && p > newest) newest = p;
+    }
+    ASSERT_FALSE(newest.empty());
+    std::string bytes;
+    {
+      std::ifstream in(newest, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    wire::ManifestEnvelope env;
+    wire::Manifest m;
+    ASSERT_TRUE(artifact::DecodeManifestFrame(bytes, "m", &env, &m).ok());
+    edit(&m);
+    env.set_manifest(m.SerializeAsString());
+    std::ofstream(newest, std::ios::binary | std::ios::trunc) << artifact::EncodeManifestFrame(env);
   }
 
  private:
@@ -872,6 +894,67 @@ TEST(RepairSimTest, DamagedArtifactIsRefusedBeforeAnyChunkIsWritten) {
   EXPECT_EQ(LiveEntries(*nb.fold), before);
   EXPECT_EQ(nb.by_origin[ChangeOrigin::kRestore], 0);
   EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kRefused), 1u);
+}
+
+// A node behind on a bucket that evicts by volume, and an artifact from a
+// node that kept up: the setting of the fold digest tests below.
+struct BehindAndArtifact {
+  SimBucket b;
+  Artifacts arts;
+  Node a, nb;
+  BehindAndArtifact() {
+    b.SetMaxMsgs(30);
+    for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v0");
+    EXPECT_TRUE(RunNode(b, a).ok());
+    EXPECT_TRUE(RunNode(b, nb).ok());
+    for (int round = 1; round <= 4; ++round) {
+      for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+      EXPECT_TRUE(RunNode(b, a).ok());
+    }
+    arts.Export(*a.fold, /*chunk_bytes=*/256);
+  }
+  WatchOptions Options() {
+    WatchOptions o = Fast();
+    o.artifacts = arts.source();
+    return o;
+  }
+};
+
+// Issue 35: an artifact whose records do not digest to its manifest's fold
+// digest (an exporter that lost an entry, or a manifest edited and
+// re-checksummed) is refused before the fold is touched. Mutant
+// fold-digest-ignored restores it.
+TEST(RepairSimTest, AnArtifactThatDisagreesWithItsFoldDigestIsRefusedBeforeAnyWrite) {
+  BehindAndArtifact t;
+  t.arts.RewriteNewestManifest([](wire::Manifest* m) { m->set_fold_digest(std::string(32, 'x')); });
+  const auto before = LiveEntries(*t.nb.fold);
+  Status s = RunNode(t.b, t.nb, t.Options());
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("fold digest"), std::string::npos) << s.ToString();
+  EXPECT_EQ(LiveEntries(*t.nb.fold), before);
+  EXPECT_EQ(t.nb.by_origin[ChangeOrigin::kRestore], 0);
+}
+
+// Issue 35: a restore reads back what it wrote and checks it against the
+// fold digest before the cursor moves. A store that keeps one entry at a
+// wrong revision while reporting success (a disk's fault, or kvfold's) is
+// caught, and the cursor stays where it was. Mutant restore-skip-readback
+// moves the cursor over the wrong entry.
+TEST(RepairSimTest, ARestoreThatWroteWrongIsCaughtByReadingBackAndTheCursorStays) {
+  BehindAndArtifact t;
+  const auto cursor_before = t.nb.fold->ReadMeta()->cursor;
+  FaultFold lying(*t.nb.fold);
+  lying.MisrememberRevisionOf("k.3");
+  Status s = RunNode(t.b, t.nb, t.Options(), &lying);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("read back"), std::string::npos) << s.ToString();
+  EXPECT_EQ(t.nb.fold->ReadMeta()->cursor, cursor_before);
+  // The fold holds the wrong entry now, at a revision above the
+  // artifact's: no later attempt heals it, each says so again.
+  s = RunNode(t.b, t.nb, t.Options());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("read back"), std::string::npos) << s.ToString();
+  EXPECT_EQ(t.nb.fold->ReadMeta()->cursor, cursor_before);
 }
 
 // SPEC §5 Relist: retention is read again after the listing. A bucket that
