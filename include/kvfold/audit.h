@@ -5,9 +5,10 @@
 // fold's scope whose last write, in the bucket and in the fold, is at or
 // below C: the fold must hold it exactly as the bucket's last message says
 // (live at that revision, or deleted). A key changed after C, on either
-// side, is in flight and is not judged. Revisions are compared, values are
-// not: a revision names one immutable message, and a value corrupted on
-// disk is what the fold's checksums catch (docs/cli.md, "audit").
+// side, is in flight and is not judged. Revisions are compared; values only
+// with AuditOptions::compare_values (a revision names one immutable
+// message, so equal revisions with unequal values mean the fold's copy was
+// changed: a write path's bug or a disk's fault its checksums missed).
 //
 // A fold key the bucket holds no message of is judged only where that
 // proves something: a phantom where the key listing is the truth and the
@@ -30,6 +31,7 @@
 #ifndef KVFOLD_AUDIT_H_
 #define KVFOLD_AUDIT_H_
 
+#include <chrono>
 #include <cstdint>
 #include <stop_token>
 #include <string>
@@ -51,6 +53,15 @@ struct AuditOptions {
   double max_reads_per_second = 0;
   // How many divergent keys the report names (all are counted).
   size_t max_named = 20;
+  // Also compare values: a third pass reads each key's last message with
+  // its value (a state-sync delivery of the scope: every value crosses the
+  // wire once) and compares it where the fold holds the key live at that
+  // very message. The pass ends at the first message after C, or when the
+  // server says nothing is pending, or after `values_idle` without a
+  // message; a pass cut short compares fewer values (values_compared
+  // says how many), never reports a false difference. Default: false.
+  bool compare_values = false;
+  std::chrono::milliseconds values_idle{5000};
   // Ends the audit early with Cancelled (checked between keys and while
   // paced).
   std::stop_token stop;
@@ -65,6 +76,8 @@ enum class AuditFinding {
   kKept,     // the fold holds it live and the bucket no longer holds any
              // message of it, where the bucket evicts current values: the
              // fold keeps what the stream lost (not a divergence)
+  kValue,    // both hold it live at the same revision, with other values
+             // (AuditOptions::compare_values)
 };
 std::string_view AuditFindingName(AuditFinding finding);  // "missing", ...
 
@@ -78,6 +91,8 @@ struct AuditReport {
   uint64_t stale = 0;
   uint64_t phantom = 0;
   uint64_t kept = 0;
+  uint64_t value_differs = 0;    // kValue findings
+  uint64_t values_compared = 0;  // with compare_values: values compared
   struct Named {
     std::string key;
     AuditFinding finding;
@@ -87,7 +102,7 @@ struct AuditReport {
   };
   std::vector<Named> named;  // the first AuditOptions::max_named divergences
 
-  uint64_t divergent() const { return missing + stale + phantom; }
+  uint64_t divergent() const { return missing + stale + phantom + value_differs; }
 };
 
 // Judges `fold` against `source`'s bucket over the fold's recorded scope.

@@ -36,6 +36,8 @@ std::string_view AuditFindingName(AuditFinding finding) {
       return "phantom";
     case AuditFinding::kKept:
       return "kept";
+    case AuditFinding::kValue:
+      return "value";
   }
   return "unknown";
 }
@@ -74,6 +76,41 @@ class Auditor {
   }
 
   Status Stopped() const { return Status::Cancelled("the audit was stopped"); }
+
+  // Pass 3 (compare_values): each key's last message with its value, from
+  // a state-sync delivery, in sequence order. Only a put at exactly the
+  // revision the fold holds live is compared: the same message, so any
+  // other value is the fold's fault. Ends at the first message after C.
+  Status CompareValues(const Scope& scope) {
+    auto delivery = source_.Open(DeliveryStart{}, scope);
+    if (!delivery.ok()) return delivery.status();
+    auto idle_since = SteadyClock::now();
+    while (true) {
+      if (options_.stop.stop_requested()) return Stopped();
+      auto ev = (*delivery)->Next(std::chrono::milliseconds(200));
+      if (!ev.ok()) return ev.status();
+      if (ev->kind == DeliveryEvent::Kind::kReset) return Status::OK();  // cut short
+      if (ev->kind == DeliveryEvent::Kind::kTimeout) {
+        if (SteadyClock::now() - idle_since >= options_.values_idle) return Status::OK();
+        continue;
+      }
+      idle_since = SteadyClock::now();
+      const BucketMessage& m = ev->message;
+      if (m.seq > cursor()) return Status::OK();
+      if (m.op == Op::kPut && scope.Contains(m.key)) {
+        Entry entry;
+        Status s = fold_.Get(m.key, &entry);
+        if (!s.ok() && !s.IsNotFound()) return s;
+        if (s.ok() && !entry.deleted && entry.revision == m.seq) {
+          ++report_.values_compared;
+          if (entry.value != m.value && !KVFOLD_MUTANT("audit-ignore-values")) {
+            Record(m.key, AuditFinding::kValue, m.seq, m.seq);
+          }
+        }
+      }
+      if (m.pending == 0) return Status::OK();
+    }
+  }
 
   // Pass 2: a live entry at or below C the listing did not name.
   Status Unlisted(const std::string& key, const Entry& entry) {
@@ -156,6 +193,7 @@ class Auditor {
     if (finding == AuditFinding::kMissing) ++report_.missing;
     if (finding == AuditFinding::kStale) ++report_.stale;
     if (finding == AuditFinding::kPhantom) ++report_.phantom;
+    if (finding == AuditFinding::kValue) ++report_.value_differs;
     if (report_.named.size() < options_.max_named) {
       report_.named.push_back({key, finding, fold_revision, bucket_revision});
     }
@@ -250,6 +288,7 @@ StatusOr<AuditReport> Audit(BucketSource& source, Fold& fold, const AuditOptions
     }
     walker.Pop();
   }
+  if (options.compare_values) KVFOLD_RETURN_IF_ERROR(auditor.CompareValues(*scope));
   // Neither side may have been replaced meanwhile: a stream recreated, or
   // a fold rebuilt under a running mirror, makes every finding moot.
   KVFOLD_RETURN_IF_ERROR(same_stream(false).WithContext("while the audit ran"));

@@ -21,6 +21,7 @@ struct AuditFlags {
   double max_reads_per_second = 100;
   size_t max_named = 20;
   bool json = false;
+  bool values = false;
 };
 
 json ReportJson(const AuditReport& r) {
@@ -42,6 +43,8 @@ json ReportJson(const AuditReport& r) {
           {"missing", r.missing},
           {"stale", r.stale},
           {"phantom", r.phantom},
+          {"value", r.value_differs},
+          {"values_compared", r.values_compared},
           {"first", named}};
 }
 
@@ -51,10 +54,12 @@ void PrintText(const AuditReport& r) {
   } else {
     std::cout << "DIVERGENT at cursor " << r.cursor << ": " << r.divergent() << " of " << r.judged
               << " keys judged differ (missing " << r.missing << ", stale " << r.stale
-              << ", phantom " << r.phantom << ")";
+              << ", phantom " << r.phantom << ", value " << r.value_differs << ")";
   }
   std::cout << "; " << r.in_flight << " in flight (changed after the cursor, not judged); "
-            << r.kept << " kept (evicted from the stream, held by the fold)\n";
+            << r.kept << " kept (evicted from the stream, held by the fold)";
+  if (r.values_compared > 0) std::cout << "; " << r.values_compared << " values compared";
+  std::cout << "\n";
   auto revision = [](uint64_t rev) { return rev ? std::to_string(rev) : std::string("-"); };
   for (const auto& n : r.named) {
     std::cout << "  " << AuditFindingName(n.finding) << "\t" << n.key
@@ -87,6 +92,7 @@ int RunAudit(AuditFlags& f) {
   AuditOptions options;
   options.max_reads_per_second = f.max_reads_per_second;
   options.max_named = f.max_named;
+  options.compare_values = f.values;
   auto report = Audit(**source, **fold, options);
   if (!report.ok()) return Report("audit", report.status());
   if (f.json) {
@@ -116,9 +122,13 @@ Runner AddAuditCommand(CLI::App& app) {
                   "not name (0: unpaced, else at least 0.01; default 100)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--show", f->max_named, "how many divergent keys to name (default 20)");
+  cmd->add_flag("--values", f->values,
+                "also compare values, where the fold holds a key at the revision of the bucket's "
+                "last message of it (reads every value in scope once: a state-sync delivery)");
   cmd->add_flag("--json", f->json,
                 "one JSON object: verdict, cursor, listing_revision, judged, in_flight, kept, "
-                "divergent, missing, stale, phantom, first[] (key, finding, fold_revision, "
+                "divergent, missing, stale, phantom, value, values_compared, first[] (key, "
+                "finding, fold_revision, "
                 "bucket_revision)");
   return [f] { return RunAudit(*f); };
 }

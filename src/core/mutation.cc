@@ -32,6 +32,7 @@ constexpr const char* kKnown[] = {
     "audit-skip-fold-pass",      // audit: fold keys the listing did not name go unjudged
     "audit-trust-lost-tail",     // audit: no message is a phantom though the stream lost what came
                                  // after the cursor
+    "audit-ignore-values",       // audit: compare_values never reports a value that differs
     "repair-skip-flush",         // watcher: repairs without flushing what was received
     "drain-apply-unchecked",     // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo
