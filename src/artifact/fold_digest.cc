@@ -21,18 +21,23 @@ FoldDigest::~FoldDigest() = default;
 void FoldDigest::Add(std::string_view key, uint64_t revision) {
   // Each pair as: key length (4 bytes), key, revision (8 bytes), all
   // big-endian; the lengths keep ("ab", 1) apart from ("a", ...).
-  unsigned char head[4];
   const auto n = static_cast<uint32_t>(key.size());
-  for (int i = 0; i < 4; ++i) head[i] = static_cast<unsigned char>(n >> (24 - 8 * i));
-  unsigned char rev[8];
-  for (int i = 0; i < 8; ++i) rev[i] = static_cast<unsigned char>(revision >> (56 - 8 * i));
-  EVP_DigestUpdate(state_->ctx, head, sizeof(head));
-  EVP_DigestUpdate(state_->ctx, key.data(), key.size());
-  EVP_DigestUpdate(state_->ctx, rev, sizeof(rev));
+  for (int shift = 24; shift >= 0; shift -= 8) pending_.push_back(static_cast<char>(n >> shift));
+  pending_.append(key);
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    pending_.push_back(static_cast<char>(revision >> shift));
+  }
+  if (pending_.size() >= (size_t{64} << 10)) Drain();
   ++pairs_;
 }
 
+void FoldDigest::Drain() const {
+  EVP_DigestUpdate(state_->ctx, pending_.data(), pending_.size());
+  pending_.clear();
+}
+
 std::string FoldDigest::Value() const {
+  Drain();
   EVP_MD_CTX* copy = EVP_MD_CTX_new();
   EVP_MD_CTX_copy_ex(copy, state_->ctx);
   std::string out(32, '\0');

@@ -35,7 +35,11 @@ class FoldDigest {
 
  private:
   struct State;
+  // Hashes what `pending_` holds (pairs are small: one digest update per
+  // pair would cost more than the hashing).
+  void Drain() const;
   std::unique_ptr<State> state_;
+  mutable std::string pending_;
   uint64_t pairs_ = 0;
 };
 
