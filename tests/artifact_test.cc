@@ -234,6 +234,34 @@ TEST_F(ArtifactTest, RoundTripIsIdentical) {
 // keeps the cause, through the manifest's wire form, in a memory fold and
 // in a RocksDB fold; a manifest an older kvfold wrote (the memo without a
 // cause) reads as a memo of unknown cause.
+// Issue 32, 5: a seeded fold keeps the exporter's cursor anchor, marker
+// TTL and eviction memo, so `seed` then `mirror` on a bucket with limit
+// markers can show its cursor inside the marker window. Through commits
+// and through the loader. Mutant seed-drop-anchor loses the anchor.
+TEST_F(ArtifactTest, ASeededFoldKeepsTheAnchorMarkerTtlAndMemo) {
+  FoldCommit meta;
+  meta.cursor = 305;  // SourceFold's, anchored
+  meta.cursor_time_ns = 1'796'122'413'204'078'132;
+  meta.marker_ttl_ns = 7'000'000'000;
+  meta.eviction_observed = true;
+  meta.eviction_cause = "unmarked age";
+  ASSERT_TRUE(source_->Commit(meta).ok());
+  Export();
+  TestDir dir;
+  auto rocks = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+  std::unique_ptr<Fold> memory = NewMemoryFold();
+  for (Fold* fold : {memory.get(), rocks->get()}) {
+    ASSERT_TRUE(SeedFold(*fold, *to_, {}).ok());
+    const FoldMeta got = *fold->ReadMeta();
+    EXPECT_EQ(got.cursor, 305u);
+    EXPECT_EQ(got.cursor_time_ns, meta.cursor_time_ns);
+    EXPECT_EQ(got.marker_ttl_ns, meta.marker_ttl_ns);
+    EXPECT_TRUE(got.eviction_observed);
+    EXPECT_EQ(got.eviction_cause, "unmarked age");
+  }
+}
+
 TEST_F(ArtifactTest, TheEvictionMemoCarriesItsCauseIntoASeededFold) {
   FoldCommit memo;
   memo.eviction_observed = true;

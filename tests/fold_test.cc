@@ -150,6 +150,25 @@ TEST_P(FoldContractTest, CursorTimeTravelsWithTheCursor) {
   EXPECT_EQ(fold_->ReadMeta()->cursor_time_ns, 0);
 }
 
+// Issue 32, 10: markers turned off are recorded (a commit of marker TTL 0
+// replaces the old TTL), so a restart does not measure its window with a
+// TTL the bucket no longer has. Mutant meta-marker-ttl-off-ignored keeps it.
+TEST_P(FoldContractTest, AMarkerTtlOfZeroIsRecorded) {
+  FoldCommit on;
+  on.cursor = 10;
+  on.marker_ttl_ns = 5'000'000'000;
+  ASSERT_TRUE(fold_->Commit(on).ok());
+  EXPECT_EQ(fold_->ReadMeta()->marker_ttl_ns, 5'000'000'000);
+  FoldCommit off;
+  off.marker_ttl_ns = 0;
+  ASSERT_TRUE(fold_->Commit(off).ok());
+  EXPECT_EQ(fold_->ReadMeta()->marker_ttl_ns, 0);
+  FoldCommit untouched;
+  untouched.cursor = 11;  // no marker TTL in the commit: it stays
+  ASSERT_TRUE(fold_->Commit(untouched).ok());
+  EXPECT_EQ(fold_->ReadMeta()->marker_ttl_ns, 0);
+}
+
 TEST_P(FoldContractTest, ClearEntriesReplacesEverythingInOneCommit) {
   FoldCommit c1;
   c1.entries["a"] = Entry{1, false, "v"};

@@ -117,5 +117,27 @@ TEST(MarkerWindowTest, ARaisedTtlCountsOnceTheAnchorPassesIt) {
   EXPECT_EQ(ttl.Apply(s).marker_ttl_ns, 0);
 }
 
+// Issue 32, 1: a second change while the first raise is still waited out
+// restarts the wait. Markers written between the two carry the middle TTL:
+// a position anchored between them is measured with the old (lower) TTL,
+// never the newest. Mutant marker-ttl-keep-first-wait takes the newest.
+TEST(MarkerWindowTest, ASecondChangeDuringTheWaitRestartsIt) {
+  StreamState s;
+  s.marker_ttl_ns = 1000;
+  s.server_time_ns = 100;
+  MarkerTtl ttl;
+  EXPECT_TRUE(ttl.Observe(s, 50));
+  s.marker_ttl_ns = 10000;  // raised, seen at 200
+  s.server_time_ns = 200;
+  EXPECT_FALSE(ttl.Observe(s, 150));
+  s.marker_ttl_ns = 20000;  // raised again, seen at 300
+  s.server_time_ns = 300;
+  EXPECT_FALSE(ttl.Observe(s, 250)) << "anchored before the second change was seen";
+  EXPECT_EQ(ttl.effective_ns(), 1000);
+  s.server_time_ns = 400;
+  EXPECT_TRUE(ttl.Observe(s, 300));
+  EXPECT_EQ(ttl.effective_ns(), 20000);
+}
+
 }  // namespace
 }  // namespace kvfold::core

@@ -211,7 +211,7 @@ FoldCommit Seed::Final(const ArtifactManifest& m) const {
   FoldCommit last;
   last.clear_entries = clear_;  // an artifact without chunks
   last.cursor = m.cursor;
-  last.cursor_time_ns = m.cursor_time_ns;
+  if (!KVFOLD_MUTANT("seed-drop-anchor")) last.cursor_time_ns = m.cursor_time_ns;
   if (m.marker_ttl_ns > 0) last.marker_ttl_ns = m.marker_ttl_ns;
   last.bucket = m.bucket;
   last.scope = m.scope;

@@ -54,7 +54,8 @@ bool MarkerTtl::Observe(const StreamState& s, int64_t anchor_ns) {
     // Raised, or turned off: markers after a position anchored before the
     // change was seen may still carry the old TTL. Another change restarts
     // the wait (markers in between carry the middle TTL).
-    if (change_seen_at_ == 0 || changed_to_ != now) {
+    if (change_seen_at_ == 0 ||
+        (changed_to_ != now && !KVFOLD_MUTANT("marker-ttl-keep-first-wait"))) {
       change_seen_at_ = s.server_time_ns;
       changed_to_ = now;
     }

@@ -20,7 +20,10 @@ Status MergeCommitMeta(const FoldCommit& commit, FoldMeta* meta) {
     meta->cursor_time_ns = 0;  // a new cursor, anchor unknown
   }
   if (commit.cursor) meta->cursor = commit.cursor;
-  if (commit.marker_ttl_ns) meta->marker_ttl_ns = *commit.marker_ttl_ns;
+  if (commit.marker_ttl_ns &&
+      (*commit.marker_ttl_ns > 0 || !KVFOLD_MUTANT("meta-marker-ttl-off-ignored"))) {
+    meta->marker_ttl_ns = *commit.marker_ttl_ns;  // 0: markers turned off
+  }
   if (commit.bucket) meta->bucket = *commit.bucket;
   if (commit.scope) meta->scope = commit.scope;
   if (commit.stream_created) meta->stream_created = *commit.stream_created;

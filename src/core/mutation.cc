@@ -9,32 +9,39 @@ namespace {
 
 // Every mutation point in the code base; scripts/mutations.sh runs each.
 constexpr const char* kKnown[] = {
-    "window-skip-check",                   // watcher: no window check at a session's start
-    "window-ignore-identity",              // window: a recreated stream passes
-    "window-ignore-first-seq",             // window: evicted history passes
-    "window-trust-lagging-view",           // watcher: a lagging replica's head is taken for a reset
+    "window-skip-check",            // watcher: no window check at a session's start
+    "window-ignore-identity",       // window: a recreated stream passes
+    "window-ignore-first-seq",      // window: evicted history passes
+    "window-trust-lagging-view",    // watcher: a lagging replica's head is taken for a reset
+    "lagging-since-never-cleared",  // watcher: a second lagging episode inherits the first's wait
+    "reanchor-keep-memo",  // watcher: after a rebuild the old stream's eviction memo stays in force
     "window-lagging-below-received-only",  // watcher: a head below a relist's floor is a reset
     "window-ignore-marker-window",         // watcher: a cursor older than the marker TTL resumes
     "floor-ignore-marker-window",          // watcher: a stretch read after the marker TTL passes
-    "anchor-skip-refresh",       // watcher: an idle cursor's new anchor never reaches the fold
-    "marker-ttl-raise-at-once",  // marker TTL: a raise counts for markers written before it
-    "floor-skip-midwatch",       // watcher: the mid-watch floor check never trips
+    "anchor-skip-refresh",          // watcher: an idle cursor's new anchor never reaches the fold
+    "marker-ttl-raise-at-once",     // marker TTL: a raise counts for markers written before it
+    "marker-ttl-keep-first-wait",   // marker TTL: a second change does not restart the wait
+    "meta-marker-ttl-off-ignored",  // stores: a commit of marker TTL 0 keeps the old TTL
+    "seed-drop-anchor",             // seed: the seeded fold's cursor has no anchor
+    "floor-skip-midwatch",          // watcher: the mid-watch floor check never trips
     "watch-keep-delivery-after-move",  // watcher: a session goes on after a read moved the source
     "watch-keep-delivery-after-start-move",  // watcher: a delivery's start check moved the source
     "delivery-forget-stranded-consumer",     // delivery: an unanswered consumer delete is dropped
     "delivery-status-by-header",             // delivery: any Status header is the server's status
     "bucket-keep-stranded-consumers",        // bucket: stranded consumers are never deleted again
     "probe-ignore-in-flight",                // catch-up proof: cursor jumps over messages in flight
-    "batch-drop-on-failure",                 // watcher: a failed commit loses its batch
-    "batch-ignore-bytes",                    // watcher: a batch commits by its count alone
-    "audit-judge-in-flight",                 // audit: a key listed after the cursor is judged
-    "audit-no-message-is-kept",  // audit: no message is taken for eviction on any bucket
-    "audit-skip-fold-pass",      // audit: fold keys the listing did not name go unjudged
-    "audit-trust-lost-tail",     // audit: no message is a phantom though the stream lost what came
-                                 // after the cursor
-    "audit-ignore-values",       // audit: compare_values never reports a value that differs
-    "repair-skip-flush",         // watcher: repairs without flushing what was received
-    "drain-apply-unchecked",     // watcher: the drain before a repair skips the roll-up check
+    "probe-quiet-stretch-verified",  // probe: a quiet stretch counts as proven before a floor check
+    "batch-drop-on-failure",         // watcher: a failed commit loses its batch
+    "batch-ignore-bytes",            // watcher: a batch commits by its count alone
+    "commit-before-frontier-proof",  // watcher: a batch is handed over before its frontier proof
+    "audit-judge-in-flight",         // audit: a key listed after the cursor is judged
+    "audit-no-message-is-kept",      // audit: no message is taken for eviction on any bucket
+    "audit-skip-fold-pass",          // audit: fold keys the listing did not name go unjudged
+    "audit-trust-lost-tail",  // audit: no message is a phantom though the stream lost what came
+                              // after the cursor
+    "audit-ignore-values",    // audit: compare_values never reports a value that differs
+    "repair-skip-flush",      // watcher: repairs without flushing what was received
+    "drain-apply-unchecked",  // watcher: the drain before a repair skips the roll-up check
     "repair-recreated-keeps-old-memo",  // watcher: a recreated stream inherits the eviction memo
     "repair-rebase-drops-memo-of-same-stream",  // watcher: a reset stream loses its memo
     "watch-read-only-when-idle",                // watcher: a busy delivery never reads the stream

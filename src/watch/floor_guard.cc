@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/marker_window.h"
+#include "core/mutation.h"
 #include "kvfold/retention.h"
 
 namespace kvfold {
@@ -36,6 +37,12 @@ void FloorGuard::Receive(uint64_t seq, int64_t time_ns) {
 }
 
 void FloorGuard::ReceiveQuietStretch(uint64_t last, int64_t ts_ns) {
+  // Received, not verified: the store was searched after the stream was
+  // read, and only the next floor check proves nothing in the stretch was
+  // evicted before that search.
+  if (KVFOLD_MUTANT("probe-quiet-stretch-verified") && received_ && verified_ >= *received_) {
+    verified_ = last;
+  }
   received_ = last;
   received_anchor_ = std::max(received_anchor_, ts_ns);
 }

@@ -32,7 +32,9 @@ Status WatchLoop::LaggingView(const StreamState& state) {
   }
   if (stream_created_.empty() || state.created != stream_created_ || !received ||
       state.last_seq >= *received || KVFOLD_MUTANT("window-trust-lagging-view")) {
-    lagging_since_.reset();
+    // An episode ends with the first view that is not behind: the next
+    // one waits its own patience.
+    if (!KVFOLD_MUTANT("lagging-since-never-cleared")) lagging_since_.reset();
     return Status::OK();
   }
   source_.NoteLaggingView();  // it may be this server's copy that lags

@@ -295,8 +295,10 @@ Status WatchLoop::ReanchorToFold(bool new_stream) {
   if (!meta->cursor) return Status::Internal("a repair left the fold without a cursor");
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, new_stream);
   stream_created_ = meta->stream_created;
-  eviction_observed_ = meta->eviction_observed;
-  eviction_cause_ = meta->eviction_cause;
+  if (!KVFOLD_MUTANT("reanchor-keep-memo")) {  // a rebuilt fold's memo is the new stream's
+    eviction_observed_ = meta->eviction_observed;
+    eviction_cause_ = meta->eviction_cause;
+  }
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   unanchored_ = false;

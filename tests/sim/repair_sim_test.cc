@@ -615,6 +615,40 @@ TEST(RepairSimTest, ARecreatedStreamWithoutLimitsIsRelistedDespiteTheOldStreamsM
   EXPECT_EQ(n.fold->ReadMeta()->stream_created, b.ReadStream()->created);
 }
 
+// Issue 32, 11: the watch that rebuilt the fold for the new stream drops
+// the old stream's memo at once, not at its next restart: a gap on the
+// new stream (history 1, no limits) right after the rebuild is relisted in
+// the same run. Mutant reanchor-keep-memo refuses it (no artifacts).
+TEST(RepairSimTest, AfterARebuildTheSameRunRelistsTheNewStream) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  Node n;
+  for (int i = 0; i < 30; ++i) {
+    b.Put("k." + std::to_string(i % 12), "old" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, n).ok());
+  }
+  ASSERT_TRUE(n.fold->ReadMeta()->eviction_observed);
+  b.Recreate();
+  b.SetMaxMsgs(0);
+  b.SetHistoryOne(true);
+  for (int i = 0; i < 5; ++i) b.Put("n." + std::to_string(i), "new");
+  bool gap = false;
+  b.on_read_stream = [&] {
+    auto meta = n.fold->ReadMeta();
+    if (gap || !meta.ok() || meta->stream_created != b.created()) return;
+    gap = true;  // rebuilt: every key rewritten twice, the cursor's next gone
+    for (int r = 0; r < 2; ++r) {
+      for (int i = 0; i < 5; ++i) b.Put("n." + std::to_string(i), "again" + std::to_string(r));
+    }
+  };
+  Status s = RunNode(b, n);
+  b.on_read_stream = nullptr;
+  ASSERT_TRUE(gap) << "the fold was never rebuilt";
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+  EXPECT_FALSE(n.fold->ReadMeta()->eviction_observed);
+}
+
 // n mirrors 40 writes of a stream that is then recreated with max_msgs 10;
 // a mirrors the new stream's first 10 writes and exports them to `arts`,
 // before the new stream evicts anything.

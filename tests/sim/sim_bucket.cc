@@ -318,6 +318,7 @@ std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t throu
 
 StatusOr<StreamState> SimBucket::ReadStream() {
   if (on_read_stream) on_read_stream();
+  if (before_request) before_request("read_stream");
   ExpireTtls();
   if (unavailable_calls_ > 0) {
     --unavailable_calls_;
@@ -357,6 +358,7 @@ StatusOr<StreamState> SimBucket::ReadStream() {
 
 StatusOr<std::optional<uint64_t>> SimBucket::FirstRetainedInScope(const Scope& scope,
                                                                   uint64_t from_seq) {
+  if (before_request) before_request("first_retained_in_scope");
   if (unavailable_calls_ > 0) {
     --unavailable_calls_;
     return Status::Unavailable("simulated outage");
@@ -371,6 +373,7 @@ StatusOr<std::optional<uint64_t>> SimBucket::FirstRetainedInScope(const Scope& s
 
 StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
                                                     const Scope& scope) {
+  if (before_request) before_request("open");
   if (unavailable_calls_ > 0) {
     --unavailable_calls_;
     return Status::Unavailable("simulated outage");
@@ -400,6 +403,7 @@ StatusOr<std::unique_ptr<Delivery>> SimBucket::Open(const DeliveryStart& start,
 }
 
 StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& key) {
+  if (before_request) before_request("last_of_key");
   if (before_last_of_key) before_last_of_key();
   if (last_of_key_failures_ > 0) {
     --last_of_key_failures_;
@@ -418,6 +422,7 @@ StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& k
 Status SimBucket::ListKeys(const Scope& scope,
                            const std::function<Status(std::string_view, uint64_t)>& fn,
                            uint64_t* last_seq) {
+  if (before_request) before_request("list_keys");
   *last_seq = next_seq_ - 1;
   if (during_listing) during_listing();
   // Like a last-per-subject consumer snapshot raced by writes: a key whose

@@ -105,6 +105,12 @@ class SimBucket final : public BucketSource {
   // Runs at the start of each ReadStream: time passing between the
   // watcher's reads (writes that churn the head).
   std::function<void()> on_read_stream;
+  // Runs at the start of every request (after on_read_stream for a
+  // ReadStream), named: "read_stream", "open", "first_retained_in_scope",
+  // "last_of_key", "list_keys". A write or an eviction can so land between
+  // any two requests the watch makes (between a probe's stream read and its
+  // store search, say).
+  std::function<void(std::string_view request)> before_request;
   // Makes ReadStream/Open answer Unavailable `n` times.
   void FailNextCalls(int n) { unavailable_calls_ = n; }
   // The next `reads` ReadStream calls answer as a replica that lags: a

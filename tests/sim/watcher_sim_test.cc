@@ -370,6 +370,79 @@ TEST(WatcherSimTest, ALaggingReplicasHeadIsNotAReset) {
   EXPECT_NE(s.message().find("reset or recreated"), std::string::npos) << s.message();
 }
 
+// Issue 32, 2: a probe reads the stream, then searches its store for
+// anything in scope still on its way. An in-scope message evicted between
+// the two is found by neither: the stretch it leaves is received, and
+// proven only by the floor check after the search, which sees the
+// eviction. Mutant probe-quiet-stretch-verified takes the stretch as
+// proven and loses the message.
+TEST(WatcherSimTest, AMessageEvictedBetweenAProbesReadAndItsStoreSearchIsNeverLost) {
+  SimBucket b;
+  b.Put("a.1", "v");
+  auto fold = NewMemoryFold();
+  WatchOptions o = FastOptions();
+  o.scope = *Scope::Make({"a."});
+  o.repair = ExpiryRepair::kRelist;  // refused: max_msgs evicts current values
+  ASSERT_TRUE(RunWatch(b, *fold, o).status.ok());
+  for (int i = 0; i < 5; ++i) b.Put("b." + std::to_string(i), "x");  // out of scope
+  b.Put("a.2", "v");
+  b.StallDeliveries(1000);  // a.2 is on its way, not there yet
+  bool evicted = false;
+  b.before_request = [&](std::string_view request) {
+    if (request == "first_retained_in_scope" && !evicted) {
+      evicted = true;  // right before the probe's store search, a.2 is evicted
+      b.SetMaxMsgs(1);
+      b.Put("b.last", "x");
+    }
+  };
+  RunResult r = RunWatch(b, *fold, o);
+  b.before_request = nullptr;
+  ASSERT_TRUE(evicted) << "the race was never staged: " << r.status.ToString();
+  const bool lost = LiveEntries(*fold).count("a.2") == 0;
+  EXPECT_FALSE(r.status.ok() && lost) << "a.2 was evicted unseen and the watch went on";
+  EXPECT_TRUE(r.status.IsCursorExpired()) << r.status.ToString();
+}
+
+// Issue 32, 3: each lagging episode waits its own patience. A second brief
+// lag, more than the patience after the first began, is waited out like
+// the first, not taken at once for a recreated stream. Mutant
+// lagging-since-never-cleared refuses it (repair none).
+TEST(WatcherSimTest, ASecondLaggingEpisodeWaitsItsOwnPatience) {
+  SimBucket b;
+  WriteHistory(b, 10);
+  auto fold = NewMemoryFold();
+  ASSERT_TRUE(RunWatch(b, *fold).status.ok());
+  WatchOptions o = FastOptions();
+  o.repair = ExpiryRepair::kNone;
+  sim::InstantSleepClock clock;
+  o.clock = &clock;
+  b.set_idle_clock(&clock);
+  const uint64_t cursor = *fold->ReadMeta()->cursor;
+  b.Put("a.new", "x");
+  int reads = 0, episodes = 0;
+  bool caught_up_between = false;
+  b.on_read_stream = [&] {
+    ++reads;
+    if (reads == 1) {
+      b.ReportStaleHead(3, cursor - 1);  // episode 1: reads 1-3
+      ++episodes;
+    } else if (reads == 5 && episodes == 1) {
+      // Read 4 saw the real head. Much later, a second brief lag.
+      caught_up_between = true;
+      clock.SleepFor(std::chrono::seconds(300), {});
+      b.ReportStaleHead(2, cursor - 1);
+      ++episodes;
+    }
+  };
+  RunResult r = RunWatch(b, *fold, o);
+  b.on_read_stream = nullptr;
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(episodes, 2) << "the watch read the stream " << reads << " times";
+  EXPECT_TRUE(caught_up_between);
+  EXPECT_EQ(LiveEntries(*fold), b.Truth(Scope()));
+  EXPECT_EQ(fold->ReadMeta()->last_repair, "");
+}
+
 // A delivery opened across a move to another server started from the old
 // server's state: it is dropped, and a session on the new server reads the
 // stream there first. Here the old server had already dropped sequences
