@@ -303,7 +303,24 @@ class Harness {
     ExportOptions eo;
     eo.chunk_raw_bytes = 256;  // many chunks: restores commit between them
     auto m = ExportArtifact(fold, artifacts_, eo);
-    if (m.ok()) exports_.push_back(m->artifact_id);
+    if (m.ok()) {
+      exports_.push_back(m->artifact_id);
+      return;
+    }
+    // Unchanged is the one outcome besides a new artifact: an export that
+    // fails is judged, not skipped (issue 32). The one failure allowed: a
+    // torn commit (entries without their cursor, a store that broke its
+    // atomicity) leaves entries beyond the cursor, which the exporter
+    // refuses to publish until the watch has caught up past them.
+    const bool torn =
+        std::any_of(schedule_.faults.begin(), schedule_.faults.end(),
+                    [](const Injection& f) { return !f.env && f.commit == Fault::kTorn; });
+    if (m.status().IsAlreadyExists()) return;
+    if (torn && m.status().IsCorruption() &&
+        m.status().message().find("beyond the fold's cursor") != std::string::npos) {
+      return;
+    }
+    Diverge("an export failed: " + m.status().ToString());
   }
 
   // Opens the node's store (first time, or after a death). Opening writes
@@ -446,7 +463,19 @@ class Harness {
       }
       o.scope = *artifact_scope;
       Status s = Watch(b, *fold, o);
-      if (s.IsCursorExpired()) continue;
+      if (s.IsCursorExpired()) {
+        // Refused: only right when retention has left the artifact behind
+        // (evicted past its cursor, or on a bucket with limit markers
+        // anything stored after it, whose markers may be gone).
+        auto st = b.ReadStream();
+        const bool behind = !st.ok() || st->first_seq > m->cursor + 1 ||
+                            (st->marker_ttl_ns > 0 && st->last_seq > m->cursor);
+        if (!behind) {
+          Diverge("a node seeded from " + id + " (cursor " + std::to_string(m->cursor) +
+                  ") is refused though the stream holds everything after it: " + s.ToString());
+        }
+        continue;
+      }
       if (!s.ok()) {
         Diverge("a node seeded from " + id + " does not catch up: " + s.ToString());
         continue;
