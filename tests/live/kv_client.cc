@@ -114,6 +114,7 @@ uint64_t KvClient::Write(const std::string& bucket, const std::string& key,
       natsMsg_Destroy(reply);
       if (ack.contains("error")) throw std::runtime_error("write refused: " + ack.dump());
       const uint64_t seq = ack["seq"].get<uint64_t>();
+      std::lock_guard lock(truth_mu_);
       if (op == nullptr) {
         truth_[bucket][key] = Entry{seq, false, value};
       } else {

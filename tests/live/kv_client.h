@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -99,6 +100,9 @@ class KvClient {
                  const char* op, const Headers& headers = {});
 
   natsConnection* nc_ = nullptr;
+  // Writes (Put, PutWithTtl, PutWithHeaders, Delete, Purge) may come from
+  // several threads at once (a Mirror's waiters test): they record under it.
+  std::mutex truth_mu_;
   std::map<std::string, std::map<std::string, Entry>> truth_;
 };
 
