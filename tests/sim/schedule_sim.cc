@@ -121,6 +121,8 @@ class Harness {
   // The bucket's clock follows this schedule's own: per-message TTLs and
   // limit markers expire as the watcher's time passes.
   void UseServerClock() { b.set_time_clock(&clock_); }
+  // Time passes on this schedule's clock (as a sleep would).
+  void Sleep(std::chrono::milliseconds d) { clock_.SleepFor(d, {}); }
 
   WatchOptions Options() const {
     WatchOptions o;
@@ -814,6 +816,57 @@ std::vector<Scenario> Scenarios() {
                  }
                  h.KeepUpAndExport();
                  h.Run(h.Options());
+               }});
+  // Multi-change schedules (issue 32): the marker TTL raised, raised again
+  // while the first raise is waited out, then lowered, with the node down
+  // and up between the changes and keys expiring throughout.
+  s.push_back({"ttl-marker-changes", [](Harness& h) {
+                 using std::chrono::seconds;
+                 h.UseServerClock();
+                 h.b.SetHistoryOne(true);
+                 h.b.SetMessageTtl(seconds(20));
+                 h.exporter_repair = ExpiryRepair::kNone;
+                 WriteHistory(h.b, 0, 2);
+                 h.b.PutWithTtl("a.t0", "t", seconds(5));
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+                 h.b.SetMessageTtl(seconds(60));  // raised
+                 h.b.PutWithTtl("a.t1", "t", seconds(5));
+                 h.b.AdvanceTime(seconds(10));
+                 h.KeepUp();
+                 h.b.SetMessageTtl(seconds(120));  // raised again, mid-wait
+                 h.b.PutWithTtl("b.t2", "t", seconds(5));
+                 h.b.AdvanceTime(seconds(10));
+                 h.Run(h.Options());
+                 h.b.SetMessageTtl(seconds(10));  // lowered
+                 for (int r = 2; r < 6; ++r) {
+                   h.b.AdvanceTime(seconds(15));
+                   WriteHistory(h.b, r, 1);
+                   h.KeepUp();
+                 }
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+               }});
+  // Two lagging-view episodes in one watch (a replica behind twice), the
+  // second long after the first began.
+  s.push_back({"lagging-twice", [](Harness& h) {
+                 WriteHistory(h.b, 0, 3);
+                 h.Run(h.Options());
+                 // Behind what the node has received: a lagging view.
+                 const uint64_t behind = h.b.last_seq() - 1;
+                 WriteHistory(h.b, 3, 2);
+                 int reads = 0;
+                 h.b.before_request = [&h, &reads, behind](std::string_view request) {
+                   if (request != "read_stream") return;
+                   ++reads;
+                   if (reads == 1) h.b.ReportStaleHead(2, behind);
+                   if (reads == 4) {
+                     h.Sleep(std::chrono::seconds(300));
+                     h.b.ReportStaleHead(2, behind);
+                   }
+                 };
+                 h.Run(h.Options());
+                 h.b.before_request = nullptr;
                }});
   s.push_back({"limit-markers", [](Harness& h) {
                  WriteHistory(h.b, 0, 3);
