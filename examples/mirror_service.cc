@@ -3,7 +3,8 @@
 //
 //   mirror_service URL BUCKET FOLD_DIR
 //
-// Type one key per line to look it up; end the input (Ctrl-D) to stop.
+// Type one key per line to look it up, or /metrics for the Prometheus text
+// a /metrics endpoint would serve; end the input (Ctrl-D) to stop.
 //
 // Three things to copy from here:
 //  1. Rebuild your in-memory state from the fold when you start. The fold is
@@ -13,7 +14,8 @@
 //     stream order, before the change commits; return an error to stop.
 //  3. Hold the watch as a kvfold::Mirror: it runs on a thread of its own,
 //     WaitReady and WaitForRevision (read-your-writes) block a handler until
-//     the fold is current, and Stop() flushes what it received.
+//     the fold is current, and Stop() flushes what it received. Its
+//     metrics render as the Prometheus text `kvfold mirror` serves.
 #include <chrono>
 #include <iostream>
 #include <mutex>
@@ -56,6 +58,11 @@ int main(int argc, char** argv) {
     std::cerr << "usage: mirror_service URL BUCKET FOLD_DIR\n";
     return 2;
   }
+  // A fold keeps every table file open: raise the soft descriptor limit
+  // before opening one (a limit that cannot be raised only warns).
+  if (auto limit = kvfold::RaiseOpenFileLimit(); !limit.ok()) {
+    std::cerr << "warning: " << limit.status().ToString() << "\n";
+  }
   kvfold::ConnectOptions connect;
   connect.url = argv[1];  // a comma-separated list for a cluster
   auto bucket = kvfold::OpenNatsBucket(connect, argv[2]);
@@ -96,6 +103,10 @@ int main(int argc, char** argv) {
   // Serve reads: here from stdin; in your service, from its request handlers
   // (after a write of your own, WaitForRevision(revision, timeout) first).
   for (std::string key; std::getline(std::cin, key);) {
+    if (key == "/metrics") {  // the body of your /metrics endpoint
+      std::cout << kvfold::PrometheusText((*mirror)->metrics().Snapshot());
+      continue;
+    }
     const auto route = table.Lookup(key);
     std::cout << key << " -> " << (route ? *route : "(no route)") << std::endl;
   }

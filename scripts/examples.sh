@@ -31,6 +31,9 @@ nope -> (no route)'
   fail "mirror_service answered:"$'\n'"$(cat "$work/svc.out" "$work/svc.err")"
 grep -q "loaded 180 routes from the fold" "$work/svc.err" || fail "mirror_service: $(cat "$work/svc.err")"
 echo "examples.sh: mirror_service answered from the fold it loaded"
+printf '/metrics\n' | "$examples/mirror_service" "$nats_url" routes "$work/svc" >"$work/svc.out" 2>/dev/null
+grep -q '^kvfold_caught_up 1$' "$work/svc.out" ||
+  fail "mirror_service served no caught-up metrics: $(cat "$work/svc.out")"
 
 # scheduled_export: three rounds a second apart; this node always wins the
 # lease, so a round writes an artifact once its watch has caught up (the

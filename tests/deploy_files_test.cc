@@ -9,23 +9,23 @@
 #include <regex>
 #include <set>
 
-#include "cli/metrics_text.h"
+#include "kvfold/metrics_text.h"
 #include "test_dir.h"
 
 namespace kvfold {
 namespace {
 
-// Every family MetricsText renders, with every optional one present.
+// Every family PrometheusText renders, with every optional one present.
 std::set<std::string> ServedFamilies() {
   WatchStats w;
   w.cursor = 7;
   ExportStats e;
   e.last_cursor = 7;
   e.last_age_seconds = 1;
-  cli::AuditStats a;
+  AuditStats a;
   a.divergent_keys = 0;
   a.last_success_unix_seconds = 1;
-  const std::string text = cli::MetricsText(w, &e, &a);
+  const std::string text = PrometheusText(w, &e, &a);
   std::set<std::string> out;
   std::regex type("# TYPE (kvfold_[a-z_]+) ");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), type); it != std::sregex_iterator();

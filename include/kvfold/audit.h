@@ -33,6 +33,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -103,6 +104,20 @@ struct AuditReport {
   std::vector<Named> named;  // the first AuditOptions::max_named divergences
 
   uint64_t divergent() const { return missing + stale + phantom + value_differs; }
+};
+
+// What audits found, counted for a metrics registry (PrometheusText in
+// kvfold/metrics_text.h renders it): `kvfold mirror --audit-every` counts
+// each scheduled audit's outcome here; a service that runs Audit on its own
+// schedule fills one the same way.
+struct AuditStats {
+  uint64_t equal = 0;      // audits that found the fold equal
+  uint64_t divergent = 0;  // audits that found a divergence
+  uint64_t failed = 0;     // audits that could not judge (an error)
+  // Of the last audit that judged (unset before the first one): its
+  // report's divergent(), and when it ended (Unix time, seconds).
+  std::optional<uint64_t> divergent_keys;
+  std::optional<double> last_success_unix_seconds;
 };
 
 // Judges `fold` against `source`'s bucket over the fold's recorded scope.

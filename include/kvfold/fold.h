@@ -242,6 +242,18 @@ StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path,
 // A fold held in memory, for tests and simulation. Thread-safe as above.
 std::unique_ptr<Fold> NewMemoryFold();
 
+// Raises this process's soft limit on open file descriptors (RLIMIT_NOFILE)
+// to its hard limit, and returns the soft limit now in force (UINT64_MAX
+// for unlimited). Why: a RocksDB fold keeps every table file open, about
+// one descriptor per 8 MiB of fold, so the usual soft limit of 1024 stops
+// a fold of some 8 GB (docs/fold-format.md); the hard limit is what the
+// administrator allows. Call it once at start, before opening a fold, as
+// `kvfold` does; a limit already at the hard one is left as it is. IOError
+// naming the cause when the limit cannot be read or raised (it stays as
+// it was). Thread safety: may be called from any thread (the limit is the
+// whole process's).
+StatusOr<uint64_t> RaiseOpenFileLimit();
+
 }  // namespace kvfold
 
 #endif  // KVFOLD_FOLD_H_

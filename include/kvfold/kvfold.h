@@ -15,6 +15,7 @@
 #include "kvfold/health.h"
 #include "kvfold/lease.h"
 #include "kvfold/log_line.h"
+#include "kvfold/metrics_text.h"
 #include "kvfold/mirror.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"

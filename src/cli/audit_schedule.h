@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <mutex>
-#include <optional>
 #include <stop_token>
 
 #include "kvfold/audit.h"
@@ -15,15 +14,6 @@
 #include "kvfold/fold.h"
 
 namespace kvfold::cli {
-
-struct AuditStats {
-  uint64_t equal = 0;      // audits that found the fold equal
-  uint64_t divergent = 0;  // audits that found a divergence
-  uint64_t failed = 0;     // audits that could not judge
-  // Of the last audit that judged (unset before the first one).
-  std::optional<uint64_t> divergent_keys;
-  std::optional<double> last_success_unix_seconds;
-};
 
 // What the audits found, read by /metrics from another thread.
 class AuditMetrics {

@@ -1,11 +1,10 @@
 // kvfold: mirror a NATS KV bucket into a local fold, and read it.
 
-#include <sys/resource.h>
-
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/logger.h"
+#include "kvfold/fold.h"
 
 namespace kvfold::cli {
 
@@ -23,13 +22,9 @@ int Report(const std::string& command, const Status& status) {
 
 int main(int argc, char** argv) {
   using namespace kvfold::cli;
-  // A fold keeps every table file open (about one per 8 MiB of fold): a
-  // soft limit of 1024 descriptors would stop a fold of some 8 GB. The hard
-  // limit is what the administrator allows.
-  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    (void)setrlimit(RLIMIT_NOFILE, &files);
-  }
+  // A fold keeps every table file open (kvfold/fold.h). A limit that
+  // cannot be raised stays as it was: only a large fold needs more.
+  (void)kvfold::RaiseOpenFileLimit();
   CLI::App app{"kvfold: mirror a NATS JetStream KV bucket into a durable local fold"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "kvfold 0.1.0");

@@ -15,7 +15,6 @@
 #include "cli/connect_flags.h"
 #include "cli/logger.h"
 #include "cli/metrics_server.h"
-#include "cli/metrics_text.h"
 #include "cli/service_notifier.h"
 #include "core/marker_window.h"
 #include "kvfold/artifact.h"
@@ -23,6 +22,7 @@
 #include "kvfold/fold.h"
 #include "kvfold/health.h"
 #include "kvfold/lease.h"
+#include "kvfold/metrics_text.h"
 #include "kvfold/repair.h"
 #include "kvfold/retention.h"
 #include "kvfold/scheduled_export.h"
@@ -234,9 +234,9 @@ Pages HealthAndMetricsPages(const MirrorPlan& plan, const WatchMetrics& metrics,
          const ExportStats e = exports.Snapshot();
          const std::optional<AuditStats> a =
              audits ? std::optional(audits->Snapshot()) : std::nullopt;
-         return Page{
-             .body = MetricsText(metrics.Snapshot(), exporting ? &e : nullptr, a ? &*a : nullptr),
-             .content_type = "text/plain; version=0.0.4; charset=utf-8"};
+         return Page{.body = PrometheusText(metrics.Snapshot(), exporting ? &e : nullptr,
+                                            a ? &*a : nullptr),
+                     .content_type = "text/plain; version=0.0.4; charset=utf-8"};
        }},
       {"/healthz",
        [&metrics, verdict, o = plan.health] { return verdict(JudgeAlive(metrics.Snapshot(), o)); }},

@@ -1,9 +1,9 @@
-#include "cli/metrics_text.h"
+#include "kvfold/metrics_text.h"
 
 #include <cmath>
 #include <cstdio>
 
-namespace kvfold::cli {
+namespace kvfold {
 namespace {
 
 // One metric family: a HELP and a TYPE line, then its samples.
@@ -77,7 +77,7 @@ void AuditFamilies(const AuditStats& a, std::string* out) {
 
 }  // namespace
 
-std::string MetricsText(const WatchStats& w, const ExportStats* e, const AuditStats* a) {
+std::string PrometheusText(const WatchStats& w, const ExportStats* e, const AuditStats* a) {
   std::string out;
   {
     Family f(&out, "kvfold_changes_total", "counter",
@@ -172,4 +172,4 @@ std::string MetricsText(const WatchStats& w, const ExportStats* e, const AuditSt
   return out;
 }
 
-}  // namespace kvfold::cli
+}  // namespace kvfold
