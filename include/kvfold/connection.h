@@ -38,6 +38,19 @@ struct ConnectOptions {
 // reconnects forever; deliveries it opens report a reset after a reconnect.
 // Fails with InvalidArgument for a bad bucket name or option, Unavailable
 // when the server cannot be reached, NotFound when the bucket does not exist.
+//
+// The source always makes a connection of its own: it cannot take a
+// natsConnection* a service holds. nats.c (3.4) copies natsOptions at
+// natsConnection_Connect and has no setter on a live connection, so the
+// callbacks the source sets there cannot be added: disconnected and
+// reconnected (a delivery opened before either reports a reset) and the
+// error handler (slow consumers; the first permission refusal). Polling
+// the connection's reconnect count could stand in for the first two, but
+// not the rest: a refusal of the service's own publish would end the watch
+// as PermissionDenied (nats.c keeps one last error per connection), a
+// service's reconnect limit would close the source for good, and moving
+// off a failing server of a list reconnects with these ConnectOptions.
+// Give it the options (servers, credentials, TLS) the service connects with.
 StatusOr<std::unique_ptr<BucketSource>> OpenNatsBucket(const ConnectOptions& options,
                                                        const std::string& bucket);
 
