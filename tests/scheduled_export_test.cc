@@ -198,6 +198,8 @@ TEST_F(ScheduledExportTest, AnExporterThatSignsPrunesOnlyWhatATrustedKeySigned) 
     CommitThrough(cursor);
     ScheduledExport::Round r = exporter->RunRound();
     ASSERT_EQ(r.outcome, ExportOutcome::kWritten) << r.status.ToString();
+    // Signed with sign_key_file: a node that requires signatures takes it.
+    EXPECT_TRUE(r.written->is_signed);
     written.push_back(r.written->artifact_id);
   }
   auto list = ListArtifacts(*to_, nullptr);

@@ -121,7 +121,7 @@ StatusOr<S3Response> S3Client::Send(const S3Request& request) {
     return fresh.status().WithContext("reading S3 credentials again after " + r->ErrorCode());
   config_.access_key = fresh->access_key;
   config_.secret_key = fresh->secret_key;
-  config_.session_token = fresh->session_token;
+  if (!KVFOLD_MUTANT("s3-reload-keeps-session-token")) config_.session_token = fresh->session_token;
   return SendWithRetries(request);
 }
 

@@ -305,7 +305,7 @@ class S3Transport final : public Transport {
     auto r = client_.Send(finish);
     KVFOLD_RETURN_IF_ERROR(Expect(finish, r));
     // S3 may answer 200 and report the failure in the body.
-    if (XmlText(r->body, "Code")) {
+    if (XmlText(r->body, "Code") && !KVFOLD_MUTANT("s3-complete-error-body-ok")) {
       return Status::Unavailable("S3 multipart upload of " + key +
                                  " failed on completion: " + XmlText(r->body, "Code").value() +
                                  ": " + XmlText(r->body, "Message").value_or(""));

@@ -1,6 +1,7 @@
 #include "kvfold/scheduled_export.h"
 
 #include "artifact/signer.h"
+#include "core/mutation.h"
 
 namespace kvfold {
 
@@ -120,7 +121,7 @@ ScheduledExport::Round ScheduledExport::Attempt() {
 
   ExportOptions options;
   options.exporter_id = opt_.exporter_id;
-  options.sign_key_file = opt_.sign_key_file;
+  if (!KVFOLD_MUTANT("export-round-unsigned")) options.sign_key_file = opt_.sign_key_file;
   options.stream_last_seq = opt_.stream_last_seq;
   options.trusted_key_files = opt_.trusted_key_files;
   options.replaced_pointer = [this](const std::string& why) {

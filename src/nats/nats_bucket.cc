@@ -51,7 +51,7 @@ class NatsBucket final : public BucketSource {
   // more. Best effort: the server's inactive threshold is what remains.
   // Deliveries still open hold the list on, but no one asks it again.
   ~NatsBucket() override {
-    stranded_->Rearm();
+    if (!KVFOLD_MUTANT("bucket-close-within-wait")) stranded_->Rearm();
     DeleteStranded();
   }
 

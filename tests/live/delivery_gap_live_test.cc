@@ -317,6 +317,49 @@ TEST_F(DeliveryGapLiveTest, AConsumerWhoseDeleteWasLostIsDeletedAgain) {
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("lost"));
 }
 
+// Invariant: closing the source gives its stranded consumers one last try
+// even while the wait an unanswered round earned still runs (30 s and
+// more): a mirror restarted within it must not leave them on the server,
+// which may never drop them (StrandedConsumers). Here both the broken
+// consumer's delete and the round that tries it again are lost; the server
+// answers again, and the watch closes within the wait.
+TEST_F(DeliveryGapLiveTest, ClosingWithinARetryWaitStillDeletesStrandedConsumers) {
+  kv_.CreateBucket("close");
+  for (int i = 0; i < 5; ++i) kv_.Put("close", "k" + std::to_string(i), "v");
+  RunningWatch w;
+  ConnectOptions co;
+  co.url = proxy_.url();
+  co.timeout = milliseconds(1000);  // a lost delete costs this
+  w.source = Must(OpenNatsBucket(co, "close"), "opening bucket close");
+  w.fold = OpenFold();
+  WatchOptions o = Recorded();
+  o.stop = w.stop.get_token();
+  w.thread = std::thread([&w, o] { w.status = Watch(*w.source, *w.fold, o); });
+  WaitForCursor(*w.fold, 5, std::chrono::seconds(5));
+  ASSERT_EQ(w.fold->ReadMeta()->cursor, 5u);
+
+  proxy_.LoseConsumerDeletes(true);
+  proxy_.DropNextDelivery("$KV.close.k5");  // seq 6: the gap breaks the consumer
+  for (int i = 5; i < 10; ++i) kv_.Put("close", "k" + std::to_string(i), "w");
+  // The delivery's own delete, then the stranded round's before the next
+  // delivery opens: a wait of 30 s starts.
+  const auto lost_by = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (proxy_.lost_deletes() < 2 && std::chrono::steady_clock::now() < lost_by) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  proxy_.LoseConsumerDeletes(false);
+  ASSERT_EQ(proxy_.lost_deletes(), 2) << Log();
+  WaitForCursor(*w.fold, 10, std::chrono::seconds(10));
+  kv_.Put("close", "k10", "w");  // traffic: requests the server answers, within the wait
+  WaitForCursor(*w.fold, 11, std::chrono::seconds(10));
+  EXPECT_EQ(ConsumerCount("close"), 2u) << "the live consumer and the stranded one\n" << Log();
+  ASSERT_TRUE(w.Stop().ok()) << w.status.ToString();
+  EXPECT_EQ(ConsumerCount("close"), 1u);  // the watch deleted its own
+  w.source.reset();                       // closing: the last try, wait or no wait
+  EXPECT_EQ(ConsumerCount("close"), 0u) << Log();
+  EXPECT_EQ(LiveEntries(*w.fold), kv_.Truth("close"));
+}
+
 // Writes, to `bucket`, messages a client may write that carry the name of
 // protocol: a `Status` header with a value (an application's own
 // metadata), an unknown `KV-Operation`, and empty bodies under `Status: 100`

@@ -12,6 +12,7 @@
 #include "artifact/s3_client.h"
 #include "artifact/s3_config.h"
 #include "kvfold/artifact.h"
+#include "kvfold/fold.h"
 #include "kvfold/transport.h"
 #include "live/cli_process.h"
 #include "live/kv_client.h"
@@ -73,6 +74,88 @@ TEST_F(S3LiveTest, ThrottlingIsRetriedThenReportedByName) {
       << s.ToString();
   proxy.ThrottleNext(0);
   EXPECT_TRUE(t->Get("two", 1 << 20).status().IsNotFound());
+}
+
+// Invariant: an artifact is published only over chunks that exist. S3 may
+// answer a CompleteMultipartUpload 200 and report in the body that it
+// failed (InternalError): no object was made, so the export fails and
+// publishes neither manifest nor pointer; the next export, answered
+// truly, does.
+TEST_F(S3LiveTest, AMultipartCompletionThatFailedUnder200PublishesNothing) {
+  S3FaultProxy proxy(server_->port());
+  S3Options o = server_->options();
+  o.endpoint = proxy.endpoint();
+  auto t = Open("s3://completion", o);
+  ASSERT_TRUE(t);
+  // One chunk over the 5 MiB part size: values that do not compress.
+  FoldOptions fo;
+  fo.sync = false;
+  auto fold = OpenRocksFold(dir_.path() + "/fold", fo);
+  ASSERT_TRUE(fold.ok()) << fold.status().ToString();
+  FoldCommit c;
+  uint64_t noise = 88172645463325252u;  // xorshift64
+  for (int i = 0; i < 3000; ++i) {
+    std::string value(2048, '\0');
+    for (char& b : value) {
+      noise ^= noise << 13, noise ^= noise >> 7, noise ^= noise << 17;
+      b = static_cast<char>(noise);
+    }
+    c.entries["k" + std::to_string(10000 + i)] =
+        Entry{static_cast<uint64_t>(i + 1), false, std::move(value)};
+  }
+  c.cursor = 3000;
+  c.bucket = "cfg";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE((*fold)->Commit(c).ok());
+  ExportOptions eo;
+  eo.chunk_raw_bytes = size_t{8} << 20;
+
+  proxy.FailNext(1, 200, "InternalError", "POST", "uploadId=");
+  auto failed = ExportArtifact(**fold, *t, eo);
+  ASSERT_FALSE(failed.ok()) << "an export over a chunk S3 never completed was published";
+  EXPECT_NE(failed.status().message().find("failed on completion: InternalError"),
+            std::string::npos)
+      << failed.status().ToString();
+  EXPECT_TRUE(LatestArtifactId(*t).status().IsNotFound())
+      << LatestArtifactId(*t).status().ToString();
+  auto listed = ListArtifacts(*t, nullptr);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_TRUE(listed->empty());
+
+  auto written = ExportArtifact(**fold, *t, eo);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  ASSERT_EQ(written->chunks.size(), 1u);
+  EXPECT_GT(written->chunks[0].compressed_size, o.part_size);  // it went in parts
+  EXPECT_TRUE(VerifyArtifact(*t, written->artifact_id, VerifyOptions{}).ok());
+  EXPECT_EQ(*LatestArtifactId(*t), written->artifact_id);
+}
+
+// Invariant: temporary credentials that rotate do not stop the transport.
+// Once S3 answers ExpiredToken, the credentials are read again, the
+// session token with the keys, and the request is made with them: this one
+// and every later one succeed without a restart.
+TEST_F(S3LiveTest, ARotatedSessionTokenIsTakenOnExpiredToken) {
+  S3FaultProxy proxy(server_->port());
+  S3Options o = server_->options();
+  o.endpoint = proxy.endpoint();
+  setenv("AWS_SESSION_TOKEN", "token-of-the-first-hour", 1);
+  auto t = Open("s3://rotated", o);
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->Put("before", "1").ok());
+  // The first token expires; the environment (a rotated file, in a real
+  // deployment) now holds the next one.
+  proxy.ExpireToken("token-of-the-first-hour");
+  setenv("AWS_SESSION_TOKEN", "token-of-the-second-hour", 1);
+  Status put = t->Put("after", "2");
+  EXPECT_TRUE(put.ok()) << put.ToString();
+  EXPECT_EQ(proxy.expired(), 1);
+  for (int i = 0; i < 3; ++i) {
+    auto got = t->Get("after", 1 << 20);
+    EXPECT_TRUE(got.ok() && *got == "2") << got.status().ToString();
+  }
+  EXPECT_EQ(proxy.expired(), 1);  // the fresh token stays in use
+  unsetenv("AWS_SESSION_TOKEN");
 }
 
 // ListObjectsV2 answers 1000 keys a page; the rest come by continuation.

@@ -101,13 +101,22 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
     ++requests_;
     {
       std::lock_guard lock(mu_);
-      if (fail_left_ > 0 && (fail_method_.empty() || fail_method_ == req.method) &&
-          req.path.find(fail_path_) != std::string::npos) {
-        --fail_left_;
-        res.status = fail_status_;
-        res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + fail_code_ +
+      auto refuse = [&res](int status, const std::string& code) {
+        res.status = status;
+        res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + code +
                             "</Code><Message>injected by the test's proxy</Message></Error>",
                         "application/xml");
+      };
+      if (!expired_token_.empty() &&
+          req.get_header_value("x-amz-security-token") == expired_token_) {
+        ++expired_;
+        refuse(400, "ExpiredToken");
+        return;
+      }
+      if (fail_left_ > 0 && (fail_method_.empty() || fail_method_ == req.method) &&
+          req.target.find(fail_target_) != std::string::npos) {
+        --fail_left_;
+        refuse(fail_status_, fail_code_);
         return;
       }
     }
@@ -145,13 +154,13 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
 }
 
 void S3FaultProxy::FailNext(int n, int status, const std::string& code, const std::string& method,
-                            const std::string& path_part) {
+                            const std::string& target_part) {
   std::lock_guard lock(mu_);
   fail_left_ = n;
   fail_status_ = status;
   fail_code_ = code;
   fail_method_ = method;
-  fail_path_ = path_part;
+  fail_target_ = target_part;
 }
 
 S3FaultProxy::~S3FaultProxy() {

@@ -8,8 +8,9 @@
 // access key id but not the signature.
 //
 // Also a fault proxy in front of it: answers the next N requests (or the
-// next N of one method whose path holds a string) with an error of S3's,
-// forwarding the rest untouched.
+// next N of one method whose path or query holds a string) with an error of
+// S3's, and refuses a session token as expired, forwarding the rest
+// untouched.
 
 #ifndef KVFOLD_TESTS_LIVE_S3_SERVER_H_
 #define KVFOLD_TESTS_LIVE_S3_SERVER_H_
@@ -62,11 +63,22 @@ class S3FaultProxy {
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // The next `n` requests are answered 503 SlowDown (S3's throttling).
   void ThrottleNext(int n) { FailNext(n, 503, "SlowDown"); }
-  // The next `n` requests of `method` whose path contains `path_part`
-  // ("" for any) are answered `status` with error `code`.
+  // The next `n` requests of `method` whose target (path and query)
+  // contains `target_part` ("" for any) are answered `status` with error
+  // `code`, in S3's XML error body (also under a 200, as S3 may answer a
+  // multipart completion that failed).
   void FailNext(int n, int status, const std::string& code, const std::string& method = "",
-                const std::string& path_part = "");
+                const std::string& target_part = "");
+  // From now on every request carrying `token` as its session token
+  // (x-amz-security-token) is answered 400 ExpiredToken, as S3 answers
+  // temporary credentials past their expiry. "" for none.
+  void ExpireToken(const std::string& token) {
+    std::lock_guard lock(mu_);
+    expired_token_ = token;
+  }
   int requests() const { return requests_; }
+  // Requests refused for an expired token so far.
+  int expired() const { return expired_; }
 
  private:
   std::unique_ptr<httplib::Server> server_;
@@ -75,8 +87,10 @@ class S3FaultProxy {
   std::mutex mu_;
   int fail_left_ = 0;  // guarded by mu_, as the four below
   int fail_status_ = 0;
-  std::string fail_code_, fail_method_, fail_path_;
+  std::string fail_code_, fail_method_, fail_target_;
+  std::string expired_token_;  // guarded by mu_
   std::atomic<int> requests_{0};
+  std::atomic<int> expired_{0};
   std::thread thread_;
 };
 
