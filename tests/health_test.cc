@@ -55,6 +55,36 @@ TEST(HealthTest, CaughtUpAimsAtTheFirstHeadReadAndStartsOverAfterARepair) {
   EXPECT_TRUE(m.Snapshot().caught_up);
 }
 
+// Issue 32, 9: a restart on a fold whose cursor is above the head it first
+// reads (the bucket was recreated, or this server's view lags) is not
+// caught up: the watch has yet to judge which, and a rebuild may follow.
+// Ready in between would tell systemd READY=1 before the rebuild, which it
+// cannot take back (cli/service_notifier.cc). Mutant
+// ready-target-below-cursor.
+TEST(HealthTest, AHeadBelowTheCursorIsNoCatchUpTarget) {
+  WatchMetrics m;
+  m.RecordCursor(3000);   // the fold of the old stream
+  m.RecordStreamLast(5);  // the recreated stream's head, read before the window check
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  EXPECT_FALSE(JudgeReady(m.Snapshot(), {}).ok);
+  m.RecordRepairRunning(true);  // the rebuild
+  m.RecordCursor(5);
+  m.RecordRepairRunning(false);
+  m.RecordRepaired();
+  EXPECT_FALSE(m.Snapshot().caught_up);
+  m.RecordStreamLast(5);
+  EXPECT_TRUE(m.Snapshot().caught_up);
+  EXPECT_TRUE(JudgeReady(m.Snapshot(), {}).ok) << JudgeReady(m.Snapshot(), {}).reason;
+
+  // A lagging view: caught up once a read reaches the cursor.
+  WatchMetrics lagging;
+  lagging.RecordCursor(100);
+  lagging.RecordStreamLast(90);
+  EXPECT_FALSE(lagging.Snapshot().caught_up);
+  lagging.RecordStreamLast(100);
+  EXPECT_TRUE(lagging.Snapshot().caught_up);
+}
+
 TEST(HealthTest, SilenceIsDeathExceptInARepair) {
   WatchStats s;
   s.caught_up = true;

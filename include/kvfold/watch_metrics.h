@@ -79,7 +79,9 @@ struct WatchStats {
   // metrics began, or after the last repair that rewrote the fold, or
   // after the cursor went back (a recreated stream) (readiness: a restart
   // behind the head is not ready until it caught up). False from the
-  // moment such a repair starts: only a head read after it counts.
+  // moment such a repair starts: only a head read after it counts, and
+  // only one at or above the cursor (below it, the stream was recreated or
+  // the server's view lags).
   bool caught_up = false;
   // A repair that rewrites the fold runs now (readiness: not servable).
   bool repairing = false;

@@ -78,6 +78,7 @@ constexpr const char* kKnown[] = {
     "watch-new-keys-past-sync",        // watcher: a state sync's later messages count as new keys
     "ready-ignore-read-age",           // readiness: a watch cut off from the server stays ready
     "ready-caught-up-through-repair",  // readiness: caught_up survives a repair's start
+    "ready-target-below-cursor",       // readiness: a head read below the cursor is caught up
     "fold-max-revision-stale",         // stores: a commit does not raise max_revision
     "fold-cursor-own-write",           // rocks fold: the cursor is written before its entries
     "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced

@@ -93,8 +93,14 @@ void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   // cursor that goes back (a recreated stream) clears them.
   stats_.stream_last_seq = last_seq;
   // A head read during a repair is no target: the repair rewrites the fold
-  // under it, and the catch-up after it aims at a head read after it.
-  if (read && !catch_up_target_ && !RepairHoldsCatchUp()) catch_up_target_ = last_seq;
+  // under it, and the catch-up after it aims at a head read after it. Nor
+  // is a head below the cursor: the stream was recreated or this server's
+  // view lags, and the watch has yet to judge which (a rebuild may follow);
+  // "caught up" meanwhile would have systemd told READY=1, for good.
+  if (read && !catch_up_target_ && !RepairHoldsCatchUp() &&
+      (last_seq >= stats_.cursor.value_or(0) || KVFOLD_MUTANT("ready-target-below-cursor"))) {
+    catch_up_target_ = last_seq;
+  }
   const auto now = SteadyClock::now();
   last_activity_ = now;
   if (read) {
