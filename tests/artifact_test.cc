@@ -408,6 +408,27 @@ TEST_F(ArtifactTest, ASeedThatWroteWrongIsCaughtByReadingBackAndGetsNoCursor) {
   }
 }
 
+// An unfinished seed discarded for an artifact without chunks, through
+// commits: the discard lands before the read-back, which sees only the new
+// (empty) seed, not the old one's entries.
+TEST_F(ArtifactTest, DiscardingForAnEmptyArtifactPassesTheReadBack) {
+  auto empty_source = SourceFold(0);
+  auto m = ExportArtifact(*empty_source, *to_, ExportOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_TRUE(m->chunks.empty());
+  auto fold = NewMemoryFold();
+  FoldCommit unfinished;
+  unfinished.entries["k1"] = Entry{3, false, "old"};
+  unfinished.seeding = "00000000000000000001-aaaaaaaaaaaa";
+  ASSERT_TRUE(fold->Commit(unfinished).ok());
+  SeedOptions o;
+  o.discard_unfinished = true;
+  auto seeded = SeedFold(*fold, *to_, o);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_TRUE(LiveEntries(*fold).empty());
+  EXPECT_EQ(fold->ReadMeta()->cursor, m->cursor);
+}
+
 TEST_F(ArtifactTest, SeedRefusesANonEmptyFold) {
   Export();
   auto fold = SourceFold(3);

@@ -63,8 +63,8 @@ struct ArtifactManifest {
   std::string eviction_cause;  // FoldMeta::eviction_cause
   // SHA-256 over the (key, revision) pairs the chunks hold, in key order
   // (32 raw bytes); empty for an artifact written before it existed.
-  // Verify, seed and restore recompute it over what they read, and seed
-  // and restore once more over what they wrote to the fold.
+  // Verify, seed and restore recompute it over what they read, and a seed
+  // once more over the fold it wrote.
   std::string fold_digest;
   int64_t created_unix_ms = 0;
   std::string exporter_id;

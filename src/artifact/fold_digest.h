@@ -1,9 +1,9 @@
 // The fold digest: SHA-256 over the (key, revision) pairs an artifact
 // holds, in key order. The exporter records it in the manifest; every full
 // read of the artifact (verify, seed, restore) recomputes it over the
-// records it read, and a seed or restore recomputes it once more over what
-// it wrote to the fold, so a restored node can prove it holds exactly what
-// the exporter's fold held at the cursor. Layout: artifacts/FORMAT.md.
+// records it read, and a seed recomputes it once more over the fold it
+// wrote, so a seeded node can prove it holds exactly what the exporter's
+// fold held at the cursor. Layout: artifacts/FORMAT.md.
 
 #ifndef KVFOLD_ARTIFACT_FOLD_DIGEST_H_
 #define KVFOLD_ARTIFACT_FOLD_DIGEST_H_

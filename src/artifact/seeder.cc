@@ -243,6 +243,14 @@ StatusOr<ArtifactManifest> Seed::Run() {
         {}));
   }
   KVFOLD_RETURN_IF_ERROR(ApplyChunks(*manifest));
+  if (std::exchange(clear_, false)) {
+    // An artifact without chunks: the discarded seed goes before the
+    // read-back, which must see only this seed's entries.
+    FoldCommit clear;
+    clear.clear_entries = true;
+    clear.seeding = id_;
+    KVFOLD_RETURN_IF_ERROR(fold_.Commit(clear));
+  }
   KVFOLD_RETURN_IF_ERROR(ReadBack(*manifest));
   KVFOLD_RETURN_IF_ERROR(fold_.Commit(Final(*manifest)));
   return manifest;

@@ -85,7 +85,6 @@ constexpr const char* kKnown[] = {
     "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",        // seed: cursor set before the final commit
     "seed-skip-readback",              // seed: what it wrote is not checked against the digest
-    "restore-skip-readback",           // restore: what it wrote is not checked against the digest
     "fold-digest-ignored",             // artifact reads: the manifest's fold digest is not compared
     "loader-ingest-early",             // fold loader: staged entries visible before Finish
     "pointer-any-direction",           // pointer rule: the pointer may move backward

@@ -8,7 +8,6 @@
 // mid-restore re-runs it, and re-running it changes nothing already done.
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
 #include "artifact/fold_digest.h"
@@ -70,11 +69,6 @@ class RestoreAttempt {
   // Merges the fold keys before `bound` (all when nullptr): the fold's
   // alone.
   Status MergeFoldOnlyBefore(ChangeWriter& writer, FoldWalker& walker, const std::string* bound);
-  // What the merge left in the fold against the manifest's fold digest,
-  // where the fold's scope is the artifact's: its live entries at or below
-  // the artifact's cursor, but for keys the merge kept because the bucket
-  // lists them live, are exactly the artifact's.
-  Status ReadBack();
   Status Finish(ChangeWriter& writer);
   // The fold's faults are final: only the artifact side may pass with time.
   Status Final(Status s) {
@@ -89,7 +83,6 @@ class RestoreAttempt {
   bool* retry_;
   int64_t marker_ttl_ns_ = 0;  // as the last check measured it
   bool fold_only_live_ = false;
-  std::set<std::string, std::less<>> kept_live_;  // fold-only keys the merge kept live
   ListedKeys listed_;
   uint64_t listing_revision_ = 0;
   StreamState checked_;  // the last check's stream state
@@ -111,11 +104,6 @@ Status RestoreAttempt::Run() {
   KVFOLD_RETURN_IF_ERROR(MergePass(writer, walker));
   if (out_->stopped) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(MergeFoldOnlyBefore(writer, walker, nullptr));
-  if (!m_.fold_digest.empty()) {
-    // What is read back must be in the fold: the trailing deletes too.
-    KVFOLD_RETURN_IF_ERROR(Final(writer.Flush()));
-    KVFOLD_RETURN_IF_ERROR(ReadBack());
-  }
   return Finish(writer);
 }
 
@@ -224,7 +212,6 @@ Status RestoreAttempt::MergeKey(ChangeWriter& writer, const std::string& key,
     live = *c;
   }
   auto change = core::RestoreKey(fold, art, live, delete_revision, req_.rebase);
-  if (fold && !art && !fold->deleted && (!change || !change->entry.deleted)) kept_live_.insert(key);
   if (!change) return Status::OK();
   if (art && change->entry == *art) ++out_->taken;
   // A hook or store failure is final: only the artifact side may pass
@@ -285,25 +272,6 @@ Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
     }
   }
   return Status::OK();
-}
-
-Status RestoreAttempt::ReadBack() {
-  if (m_.fold_digest.empty() || req_.scope.prefixes() != m_.scope ||
-      KVFOLD_MUTANT("restore-skip-readback")) {
-    return Status::OK();  // nothing recorded, or a digest over another scope
-  }
-  auto digest = artifact::DigestOfFold(ctx_.fold, m_.scope, m_.cursor, [this](std::string_view k) {
-    return kept_live_.contains(k);
-  });
-  if (!digest.ok()) return Final(digest.status());
-  // Written under the old cursor, which does not move: a fault of this
-  // disk or of kvfold, not of the artifact, and not one time heals.
-  return Final(artifact::CheckFoldDigest(
-                   m_.fold_digest, *digest,
-                   "the fold restored from artifact " + m_.artifact_id + ", read back,")
-                   .WithContext("the fold does not hold what it was just given (a fault of "
-                                "this disk or of kvfold); its cursor stays. Rebuild it: a new "
-                                "fold directory, seeded from the artifact"));
 }
 
 Status RestoreAttempt::Finish(ChangeWriter& writer) {

@@ -969,28 +969,6 @@ TEST(RepairSimTest, AnArtifactThatDisagreesWithItsFoldDigestIsRefusedBeforeAnyWr
   EXPECT_EQ(t.nb.by_origin[ChangeOrigin::kRestore], 0);
 }
 
-// Issue 35: a restore reads back what it wrote and checks it against the
-// fold digest before the cursor moves. A store that keeps one entry at a
-// wrong revision while reporting success (a disk's fault, or kvfold's) is
-// caught, and the cursor stays where it was. Mutant restore-skip-readback
-// moves the cursor over the wrong entry.
-TEST(RepairSimTest, ARestoreThatWroteWrongIsCaughtByReadingBackAndTheCursorStays) {
-  BehindAndArtifact t;
-  const auto cursor_before = t.nb.fold->ReadMeta()->cursor;
-  FaultFold lying(*t.nb.fold);
-  lying.MisrememberRevisionOf("k.3");
-  Status s = RunNode(t.b, t.nb, t.Options(), &lying);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("read back"), std::string::npos) << s.ToString();
-  EXPECT_EQ(t.nb.fold->ReadMeta()->cursor, cursor_before);
-  // The fold holds the wrong entry now, at a revision above the
-  // artifact's: no later attempt heals it, each says so again.
-  s = RunNode(t.b, t.nb, t.Options());
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("read back"), std::string::npos) << s.ToString();
-  EXPECT_EQ(t.nb.fold->ReadMeta()->cursor, cursor_before);
-}
-
 // SPEC §5 Relist: retention is read again after the listing. A bucket that
 // began evicting while the listing ran may have left a live key out of it
 // (the key aged out): the listing proves nothing then, the relist is
