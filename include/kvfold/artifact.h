@@ -31,11 +31,15 @@ namespace kvfold {
 // The newest manifest schema this build reads and writes. Schema 2 differs
 // from 1 only in its keys: any key a fold holds (a raw publish to
 // "$KV.<bucket>.user@x" folds as key "user@x"), where schema 1 holds only
-// valid KV keys. An export is written as schema 1 unless it holds such a
-// key, so schema-1 readers read every artifact they can (artifacts/FORMAT.md).
-inline constexpr uint32_t kArtifactSchemaVersion = 2;
+// valid KV keys. Schema 3 is a re-attestation (ArtifactManifest::attests).
+// An export is written as schema 1 unless it needs more, so older readers
+// read every artifact they can (artifacts/FORMAT.md).
+inline constexpr uint32_t kArtifactSchemaVersion = 3;
 // The schema whose keys are any non-empty string.
 inline constexpr uint32_t kArtifactSchemaAnyKey = 2;
+// The schema of a re-attestation: a manifest naming another artifact's
+// chunks.
+inline constexpr uint32_t kArtifactSchemaAttestation = 3;
 
 struct ArtifactChunk {
   std::string name;
@@ -66,6 +70,11 @@ struct ArtifactManifest {
   // Verify, seed and restore recompute it over what they read, and a seed
   // once more over the fold it wrote.
   std::string fold_digest;
+  // A re-attestation: the id of the artifact whose chunks this manifest
+  // names (an exporter whose fold still held exactly that artifact's
+  // records at a later cursor wrote a new manifest, with its own cursor
+  // and anchor, instead of new chunks). Empty: the chunks are its own.
+  std::string attests;
   int64_t created_unix_ms = 0;
   std::string exporter_id;
   uint64_t entry_count = 0;
@@ -123,6 +132,17 @@ struct ExportOptions {
   // Called after this export replaced a latest pointer that named no valid
   // artifact, with what was wrong with it. Default: none.
   std::function<void(const std::string& why)> replaced_pointer;
+  // When the latest artifact holds exactly this fold's records (same
+  // bucket, stream, scope and fold digest; its cursor behind this fold's,
+  // which moved only past messages that changed no live entry: writes out
+  // of scope, deletes of deleted keys), write only a new manifest that
+  // names its chunks: a re-attestation at this fold's cursor and anchor.
+  // Where this exporter signs or trusts keys, only an artifact signed by
+  // one of them is re-attested. Costs one scan of keys and revisions when
+  // the entry counts agree. Readers before schema 3 refuse such a manifest
+  // ("upgrade kvfold"): set false while older kvfold nodes read the
+  // location. Default: true.
+  bool reattest = true;
   // For reproducible artifacts (golden files) only: a fixed id and time.
   std::string fixed_artifact_id;
   int64_t fixed_created_unix_ms = 0;
@@ -192,10 +212,10 @@ struct PruneOptions {
 
 // Removes all but the newest `options.keep` artifacts whose manifests pass
 // `options.verify`, never the one the pointer names nor one younger than
-// `options.min_age`. An artifact whose removal fails (an object that is not
-// what kvfold wrote there, such as a directory swapped for a link) is left
-// and the others are still pruned; the first failure is returned. Returns
-// the removed ids in *removed when not null.
+// `options.min_age`, nor one whose chunks a kept re-attestation names. An artifact whose removal
+// fails (an object that is not what kvfold wrote there, such as a directory swapped for a link) is
+// left and the others are still pruned; the first failure is returned. Returns the removed ids in
+// *removed when not null.
 Status PruneArtifacts(Transport& at, const PruneOptions& options,
                       std::vector<std::string>* removed);
 

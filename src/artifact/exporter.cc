@@ -111,7 +111,9 @@ class ChunkWriter {
   std::future<StatusOr<ArtifactChunk>> publishing_;
 };
 
-Status ChunkWriter::Add(std::string_view key, const Entry& e) {
+// Whether an artifact of `scope` carries `key`: OK, or why it is left out.
+// *any_key is set when the key needs the schema that takes any key.
+Status ArtifactCarries(std::string_view key, const Scope& scope, bool* any_key) {
   Status fits = artifact::CheckArtifactKey(key, kArtifactSchemaAnyKey);
   if (fits.ok() && !artifact::CheckArtifactKey(key, 1).ok()) {
     // Not a valid KV key, yet the fold holds it (a raw publish): it
@@ -119,13 +121,20 @@ Status ChunkWriter::Add(std::string_view key, const Entry& e) {
     if (KVFOLD_MUTANT("export-drop-odd-keys")) {
       fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is not a valid KV key");
     } else {
-      m_.schema_version = m_.min_reader_version = kArtifactSchemaAnyKey;
+      *any_key = true;
     }
   }
-  if (fits.ok() && !scope_.Contains(key)) {
+  if (fits.ok() && !scope.Contains(key)) {
     fits = Status::InvalidArgument("key \"" + std::string(key) + "\" is outside the fold's scope " +
-                                   scope_.ToString());
+                                   scope.ToString());
   }
+  return fits;
+}
+
+Status ChunkWriter::Add(std::string_view key, const Entry& e) {
+  bool any_key = false;
+  Status fits = ArtifactCarries(key, scope_, &any_key);
+  if (fits.ok() && any_key) m_.schema_version = m_.min_reader_version = kArtifactSchemaAnyKey;
   if (!fits.ok()) {
     if (options_.skipped_key) options_.skipped_key(key, fits);
     return Status::OK();
@@ -232,6 +241,17 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
                std::to_string(p.cursor) + " of bucket " + p.bucket + " (stream created " +
                p.stream_created + ")");
   }
+  if (!m->attests.empty() && !KVFOLD_MUTANT("export-trust-attested-chunks")) {
+    // A re-attestation names another artifact's chunks, which a prune
+    // elsewhere may have removed after it was written.
+    auto names = to.List();
+    if (!names.ok()) return Why();
+    for (const auto& c : m->chunks) {
+      if (!std::binary_search(names->begin(), names->end(), c.name)) {
+        return Why("it re-attests artifact " + m->attests + ", whose chunk " + c.name + " is gone");
+      }
+    }
+  }
   if (signer == nullptr && options.trusted_key_files.empty()) return Why();
   std::vector<std::string> keys;
   if (signer != nullptr) keys.push_back(signer->public_key());
@@ -249,6 +269,68 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
                ", neither this exporter's nor a trusted one");
   }
   return Why();
+}
+
+// A re-attestation of the latest artifact `pointer` names, when it holds
+// exactly the records an export of `snapshot` would: a manifest at the
+// snapshot's cursor and anchor that names its chunks. nullopt when it does
+// not (or cannot be shown to): the caller exports in full.
+StatusOr<std::optional<ArtifactManifest>> Reattestation(Transport& to,
+                                                        const ArtifactPointer& pointer,
+                                                        FoldSnapshot& snapshot, const Scope& scope,
+                                                        const ExportOptions& options) {
+  using None = std::optional<ArtifactManifest>;
+  const FoldMeta& meta = snapshot.meta();
+  if (KVFOLD_MUTANT("reattest-never")) return None();
+  // Only an artifact this exporter would trust: it signs for the chunks'
+  // values, which the digest does not cover.
+  auto latest = ReadArtifactManifest(
+      to, pointer.artifact_id,
+      KVFOLD_MUTANT("reattest-untrusted")
+          ? VerifyOptions{}
+          : PruneTrustOfExporter(options.trusted_key_files, options.sign_key_file));
+  if (!latest.ok()) return None();
+  const ArtifactManifest& l = *latest;
+  if (l.cursor != pointer.cursor || l.cursor >= *meta.cursor || l.bucket != meta.bucket ||
+      l.stream_created != meta.stream_created || !l.has_scope || l.scope != *meta.scope ||
+      l.fold_digest.empty() || l.entry_count != meta.live_keys) {
+    return None();
+  }
+  // The same records: (key, revision) pairs, as the chunk writer takes them.
+  artifact::FoldDigest digest;
+  uint64_t count = 0;
+  bool odd = false;
+  Status scanned =
+      snapshot.Scan("", /*include_tombstones=*/false, [&](std::string_view key, const Entry& e) {
+        bool any_key = false;
+        if (!ArtifactCarries(key, scope, &any_key).ok()) return true;
+        if (e.revision == 0 || e.revision > l.cursor) {
+          odd = true;  // changed since
+          return false;
+        }
+        digest.Add(key, e.revision);
+        ++count;
+        return true;
+      });
+  if (!scanned.ok()) return scanned;
+  if (odd || count != l.entry_count ||
+      (digest.Value() != l.fold_digest && !KVFOLD_MUTANT("reattest-skip-digest"))) {
+    return None();
+  }
+  // Its chunks must still be there (a prune elsewhere may have taken an
+  // artifact nothing named any more).
+  auto names = to.List();
+  if (!names.ok()) return names.status();
+  for (const auto& c : l.chunks) {
+    if (!std::binary_search(names->begin(), names->end(), c.name)) return None();
+  }
+  ArtifactManifest m = ManifestOf(meta, options);
+  m.schema_version = m.min_reader_version = kArtifactSchemaAttestation;
+  m.attests = l.attests.empty() ? l.artifact_id : l.attests;
+  m.chunks = l.chunks;
+  m.entry_count = l.entry_count;
+  m.fold_digest = l.fold_digest;
+  return std::optional<ArtifactManifest>(std::move(m));
 }
 
 // The manifest object, signed when `signer`. InvalidArgument when it is
@@ -310,10 +392,12 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   }
   ArtifactPointer next{"(this export)", *meta.cursor, meta.bucket, meta.stream_created};
   std::string invalid_why;
+  std::optional<ArtifactPointer> latest;  // as read before the export
   if (options.advance_pointer) {
     // Nothing newer to publish: do not write an artifact nobody will use.
     auto pointer = to.ReadPointer();
     if (!pointer.ok()) return pointer.status();
+    latest = *pointer;
     if (*pointer && ((**pointer).cursor >= *meta.cursor || (**pointer).bucket != meta.bucket ||
                      (**pointer).stream_created != meta.stream_created)) {
       // A pointer that would stop this export (at or past its cursor, or
@@ -353,6 +437,18 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   KVFOLD_RETURN_IF_ERROR(ValidateObjectName(m.artifact_id).WithContext("artifact id"));
   auto scope = Scope::Make(m.scope);
   if (!scope.ok()) return scope.status().WithContext("the fold's scope");
+  if (options.advance_pointer && options.reattest && latest && !next.replaces_invalid &&
+      !next.replaces) {
+    auto again = Reattestation(to, *latest, **snapshot, *scope, options);
+    if (!again.ok()) return again.status().WithContext("re-attesting the latest artifact");
+    if (*again) {
+      if (!options.fixed_artifact_id.empty()) (*again)->artifact_id = options.fixed_artifact_id;
+      auto frame = ManifestFrame(signer.get(), &**again);
+      if (!frame.ok()) return frame.status();
+      KVFOLD_RETURN_IF_ERROR(PublishManifest(to, options, *frame, next, &**again));
+      return std::move(**again);
+    }
+  }
 
   ChunkWriter chunks(to, options, *scope, meta.live_keys, &m);
   Status inner;

@@ -92,6 +92,7 @@ ArtifactManifest FromProto(const pb::Manifest& m, const pb::ManifestEnvelope& en
         m.eviction_cause().empty() ? std::string(kEvictionCauseUnknown) : m.eviction_cause();
   }
   out.fold_digest = m.fold_digest();
+  out.attests = m.attests();
   out.created_unix_ms = m.created_unix_ms();
   out.exporter_id = m.exporter_id();
   out.entry_count = m.entry_count();
@@ -119,6 +120,7 @@ pb::Manifest ToProto(const ArtifactManifest& m) {
   out.set_eviction_observed(m.eviction_observed);
   if (m.eviction_observed) out.set_eviction_cause(m.eviction_cause);
   out.set_fold_digest(m.fold_digest);
+  out.set_attests(m.attests);
   out.set_created_unix_ms(m.created_unix_ms);
   out.set_exporter_id(m.exporter_id);
   out.set_entry_count(m.entry_count);

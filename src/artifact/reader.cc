@@ -54,12 +54,29 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
     return Status::Corruption(what + " records a fold digest of " +
                               std::to_string(m.fold_digest.size()) + " bytes, not 32");
   }
+  if (!m.attests.empty()) {
+    // A re-attestation names the chunks of one other artifact, and says so
+    // in a schema older readers refuse by its version.
+    if (m.min_reader_version < kArtifactSchemaAttestation) {
+      return Status::Corruption(what + " re-attests artifact " + m.attests +
+                                " but claims reader schema " +
+                                std::to_string(m.min_reader_version));
+    }
+    if (m.attests == artifact_id || !ValidateObjectName(m.attests).ok() ||
+        m.attests.find('/') != std::string::npos) {
+      return Status::Corruption(what + " re-attests \"" + m.attests +
+                                "\", which is no other artifact's id");
+    }
+  }
+  // The chunks are the artifact's own, or those of the one it re-attests.
+  const std::string owner = m.attests.empty() ? artifact_id : m.attests;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
-    const std::string expected_prefix = artifact_id + "/";
-    if (!m.chunks[i].name.starts_with(expected_prefix) ||
-        !ValidateObjectName(m.chunks[i].name).ok()) {
+    bool inside = m.chunks[i].name.starts_with(owner + "/");
+    if (!m.attests.empty() && KVFOLD_MUTANT("reader-trust-attested-chunks")) inside = true;
+    if (!inside || !ValidateObjectName(m.chunks[i].name).ok()) {
       return Status::Corruption(what + " lists chunk " + std::to_string(i) + " as \"" +
-                                m.chunks[i].name + "\", outside the artifact");
+                                m.chunks[i].name + "\", outside the artifact" +
+                                (m.attests.empty() ? "" : " it re-attests (" + m.attests + ")"));
     }
   }
   if (m.is_signed) {
@@ -291,14 +308,25 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   size_t kept = 0;
-  Status first_failure;
+  std::set<std::string> keep;
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const bool named = *pointer && (*pointer)->artifact_id == it->artifact_id;
     const bool young = now_ms - it->created_unix_ms < options.min_age.count();
     if (named || young || kept < options.keep) {
       ++kept;
-      continue;
+      keep.insert(it->artifact_id);
     }
+  }
+  // A kept re-attestation reads the chunks of the artifact it attests.
+  for (const auto& m : all) {
+    if (keep.contains(m.artifact_id) && !m.attests.empty() &&
+        !KVFOLD_MUTANT("prune-drop-attested")) {
+      keep.insert(m.attests);
+    }
+  }
+  Status first_failure;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (keep.contains(it->artifact_id)) continue;
     // The manifest goes first: an artifact without one is never listed or
     // restored, so a crash mid-prune leaves only unreferenced chunks.
     const std::string manifest = it->artifact_id + "/manifest";

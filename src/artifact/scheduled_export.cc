@@ -155,9 +155,15 @@ ScheduledExport::Round ScheduledExport::Attempt() {
     return RoundOf(ExportOutcome::kUnchanged);
   }
   if (!m.ok()) return Failed(m.status());
-  Log(LogLevel::kInfo, "export: wrote artifact " + m->artifact_id + " (cursor " +
-                           std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
-                           " entries) to " + to_.location());
+  if (m->attests.empty()) {
+    Log(LogLevel::kInfo, "export: wrote artifact " + m->artifact_id + " (cursor " +
+                             std::to_string(m->cursor) + ", " + std::to_string(m->entry_count) +
+                             " entries) to " + to_.location());
+  } else {
+    Log(LogLevel::kInfo, "export: re-attested artifact " + m->attests + " as " + m->artifact_id +
+                             " (cursor " + std::to_string(m->cursor) +
+                             ", no record changed since) at " + to_.location());
+  }
   if (opt_.keep > 0) {
     // A prune that fails leaves extra artifacts, never a missing one.
     Status pruned = PruneArtifacts(

@@ -69,7 +69,8 @@ json ManifestJson(const ArtifactManifest& m, bool with_chunks) {
       {"compressed_bytes", m.compressed_bytes()},
       {"signed", m.is_signed},
       {"fold_digest",
-       m.fold_digest.empty() ? json(nullptr) : json(artifact::HexEncode(m.fold_digest))}};
+       m.fold_digest.empty() ? json(nullptr) : json(artifact::HexEncode(m.fold_digest))},
+      {"attests", m.attests.empty() ? json(nullptr) : json(m.attests)}};
   if (m.is_signed) j["signer"] = artifact::HexEncode(m.signer_public_key);
   if (with_chunks) {
     json chunks = json::array();
@@ -111,6 +112,10 @@ void PrintManifest(const ArtifactManifest& m, bool latest) {
     std::printf("marker window:  none (no limit markers): its age does not limit a restore\n");
   }
   std::printf("schema:         %u (readers >= %u)\n", m.schema_version, m.min_reader_version);
+  if (!m.attests.empty()) {
+    std::printf("re-attests:     %s (its chunks; no record changed up to this cursor)\n",
+                m.attests.c_str());
+  }
   std::printf("entries:        %llu in %zu chunk(s)\n",
               static_cast<unsigned long long>(m.entry_count), m.chunks.size());
   std::printf("size:           %llu bytes raw, %llu stored (%.2fx)\n",
@@ -123,6 +128,57 @@ void PrintManifest(const ArtifactManifest& m, bool latest) {
                                           ? "none (written before kvfold recorded one)"
                                           : artifact::HexEncode(m.fold_digest).c_str());
 }
+
+}  // namespace
+
+StatusOr<std::string> LatestArtifactSummary(Transport& at, bool as_json) {
+  auto id = LatestArtifactId(at);
+  if (!id.ok()) return id.status();
+  auto m = ReadArtifactManifest(at, *id, VerifyOptions{});
+  if (!m.ok()) return m.status();
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  // Seconds since the anchor, by this machine's clock; none without one.
+  const bool anchored = m->cursor_time_ns > 0;
+  const double age = anchored ? static_cast<double>(now_ns - m->cursor_time_ns) / 1e9 : 0;
+  const auto until = CurrentByWindowUntil(*m);
+  if (as_json) {
+    json j = {
+        {"artifact", m->artifact_id},
+        {"cursor", m->cursor},
+        {"attests", m->attests.empty() ? json(nullptr) : json(m->attests)},
+        {"anchored",
+         m->cursor_time_ns > 0 ? json(core::FormatTimeNs(m->cursor_time_ns)) : json(nullptr)},
+        {"anchor_age_seconds", anchored ? json(age) : json(nullptr)},
+        {"marker_ttl_seconds",
+         m->marker_ttl_ns > 0 ? json(static_cast<double>(m->marker_ttl_ns) / 1e9) : json(nullptr)},
+        {"current_by_window_until", until ? json(core::FormatTimeNs(*until)) : json(nullptr)},
+        {"inside_window", until ? json(now_ns < *until) : json(nullptr)}};
+    return j.dump();
+  }
+  char age_text[64] = "unknown age";
+  if (anchored) std::snprintf(age_text, sizeof(age_text), "%.1f s ago", age);
+  std::string out = "latest artifact: " + m->artifact_id + " at cursor " +
+                    std::to_string(m->cursor) +
+                    (m->attests.empty() ? "" : " (re-attests " + m->attests + ")") + ", anchored " +
+                    core::FormatTimeNs(m->cursor_time_ns) + " (" + age_text + ")\n";
+  if (!until) {
+    out +=
+        "artifact window: none (no limit markers, or no anchor): its age does not limit a "
+        "restore\n";
+  } else if (now_ns < *until) {
+    out += "artifact window: inside the marker window until " + core::FormatTimeNs(*until) +
+           ": a restore takes it\n";
+  } else {
+    out += "artifact window: past the marker window since " + core::FormatTimeNs(*until) +
+           ": a restore takes it only while the stream stores nothing after cursor " +
+           std::to_string(m->cursor) + "\n";
+  }
+  return out;
+}
+
+namespace {
 
 struct ExportFlags {
   ConnectOptions connect;
@@ -184,7 +240,10 @@ int RunExport(ExportFlags& f) {
     std::cout << ManifestJson(*m, false).dump() << "\n";
   } else {
     Log().Info("wrote artifact " + m->artifact_id + " (cursor " + std::to_string(m->cursor) + ", " +
-               std::to_string(m->entry_count) + " entries) to " + (*to)->location());
+               std::to_string(m->entry_count) + " entries) to " + (*to)->location() +
+               (m->attests.empty() ? ""
+                                   : ": a re-attestation of artifact " + m->attests +
+                                         ", whose chunks it names (no record changed since)"));
   }
   return kExitOk;
 }

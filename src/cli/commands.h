@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kvfold/status.h"
+#include "kvfold/transport.h"
 
 namespace kvfold::cli {
 
@@ -22,6 +23,11 @@ inline constexpr int kExitDivergent = 5;  // kvfold audit: the fold differs from
 
 // Prints "kvfold <command>: <status>" to stderr and maps it to an exit code.
 int Report(const std::string& command, const Status& status);
+
+// The latest artifact at `at`: its cursor, its anchor's age by this
+// machine's clock and the marker window it is restorable in, as lines of
+// text or one JSON object (`kvfold status --artifacts`).
+StatusOr<std::string> LatestArtifactSummary(Transport& at, bool as_json);
 
 using Runner = std::function<int()>;
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/connect_flags.h"
 #include "core/base64.h"
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"
@@ -19,6 +20,9 @@ struct ReadFlags {
   std::vector<std::string> scope;  // dump: --scope; scan: one --prefix
   std::string key;                 // get
   bool json = false;
+  std::string artifacts;  // status: where the artifacts are, if anywhere
+  ConnectOptions connect;
+  TransportFlags transport;
 };
 
 StatusOr<std::unique_ptr<Fold>> OpenForReading(const std::string& dir) {
@@ -100,6 +104,14 @@ int RunStatus(const ReadFlags& f) {
   // A seed that stopped part way: a mirror refuses the fold until
   // `kvfold seed` finishes it, so an operator must see it here.
   const bool unfinished_seed = meta->unfinished_seed();
+  std::string artifact_summary;
+  if (!f.artifacts.empty()) {
+    auto at = OpenTransport(f.artifacts, f.connect, f.transport.options);
+    if (!at.ok()) return Report("status", at.status().WithContext("--artifacts"));
+    auto summary = LatestArtifactSummary(**at, f.json);
+    if (!summary.ok()) return Report("status", summary.status().WithContext("--artifacts"));
+    artifact_summary = std::move(summary).value();
+  }
   if (f.json) {
     json out = {
         {"fold", f.fold},
@@ -113,6 +125,7 @@ int RunStatus(const ReadFlags& f) {
         {"eviction_cause", meta->eviction_observed ? json(meta->eviction_cause) : json(nullptr)},
         {"last_repair", meta->last_repair.empty() ? json(nullptr) : json(meta->last_repair)},
         {"unfinished_seed", unfinished_seed ? json(meta->seeding) : json(nullptr)}};
+    if (!artifact_summary.empty()) out["latest_artifact"] = json::parse(artifact_summary);
     std::cout << out.dump() << "\n";
     return kExitOk;
   }
@@ -141,6 +154,7 @@ int RunStatus(const ReadFlags& f) {
     std::cout << "unfinished seed: from artifact " << meta->seeding
               << " (a mirror refuses this fold; re-run `kvfold seed` to finish it)\n";
   }
+  std::cout << artifact_summary;
   return kExitOk;
 }
 
@@ -192,10 +206,23 @@ Runner AddStatusCommand(CLI::App& app) {
                          "Print the fold's bucket, scope, cursor and key count; safe while a "
                          "mirror writes the fold.");
   cmd->add_option("--fold", flags->fold, "fold directory")->required();
+  cmd->add_option("--artifacts", flags->artifacts,
+                  "also show the latest artifact at this location (dir:PATH, obj:BUCKET, "
+                  "s3://BUCKET/PREFIX): its cursor, its anchor's age and whether a restore "
+                  "takes it by the marker window");
+  AddConnectFlags(cmd, &flags->connect);
+  AddTransportFlags(cmd, &flags->transport);
   cmd->add_flag("--json", flags->json,
                 "one JSON object: fold, bucket, cursor, keys, tombstones, scope, "
-                "eviction_observed, eviction_cause, last_repair, stream_created, unfinished_seed");
-  return [flags] { return RunStatus(*flags); };
+                "eviction_observed, eviction_cause, last_repair, stream_created, "
+                "unfinished_seed, and with --artifacts latest_artifact");
+  return [flags] {
+    if (!flags->artifacts.empty()) {
+      KVFOLD_RETURN_IF_ERROR_EXIT("status", ResolveConnectFlags(&flags->connect, false));
+      KVFOLD_RETURN_IF_ERROR_EXIT("status", ResolveTransportFlags(&flags->transport));
+    }
+    return RunStatus(*flags);
+  };
 }
 
 }  // namespace kvfold::cli

@@ -96,9 +96,15 @@ constexpr const char* kKnown[] = {
     "pointer-keep-invalid",      // pointer rule: a pointer naming no valid artifact stays
     "export-trust-pointer",      // export: a pointer ahead of the fold is taken unchecked
     "reader-trust-pointer",      // restore/seed: a pointer disagreeing with its manifest is taken
-    "lease-trust-far-expiry",    // lease: a lease expiring years ahead is honoured
-    "s3-bare-404-no-bucket",     // S3: a bare 404 to HEAD of the bucket counts as no bucket
-    "object-meta-any-nuid",      // object store: a meta's nuid goes into subjects unchecked
+    "reattest-never",            // export: an unchanged fold is exported in full, never re-attested
+    "reattest-skip-digest",      // export: re-attests without comparing the fold digest
+    "reattest-untrusted",        // export: re-attests an artifact no key it trusts signed
+    "reader-trust-attested-chunks",  // reader: a re-attestation may name any chunk
+    "prune-drop-attested",           // prune: an artifact a kept re-attestation names is removed
+    "export-trust-attested-chunks",  // export: a re-attestation whose chunks are gone stays latest
+    "lease-trust-far-expiry",        // lease: a lease expiring years ahead is honoured
+    "s3-bare-404-no-bucket",         // S3: a bare 404 to HEAD of the bucket counts as no bucket
+    "object-meta-any-nuid",          // object store: a meta's nuid goes into subjects unchecked
     "dir-remove-follows-links",  // directory transport: a removal follows a directory swapped for
                                  // a link
     "prune-trust-unverified",    // prune: a manifest no trusted key signed decides a removal

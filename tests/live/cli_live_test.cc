@@ -338,6 +338,21 @@ TEST_F(CliLiveTest, ExportsFurtherApartThanTheMarkerWindowAreWarnedOf) {
   EXPECT_GT(m["current_by_window_until"].get<std::string>(), m["anchored"].get<std::string>());
   Exit text = Run({"artifacts", "inspect", arts});
   EXPECT_NE(text.out.find("a restore takes it until"), std::string::npos) << text.out;
+  // So does the status of a fold, given where its artifacts are.
+  Exit st = Run({"status", "--fold", Fold(), "--artifacts", arts, "--json"});
+  ASSERT_EQ(st.code, 0) << st.err;
+  const json latest = json::parse(st.out)["latest_artifact"];
+  EXPECT_EQ(latest["artifact"], m["artifact"]) << st.out;
+  EXPECT_EQ(latest["current_by_window_until"], m["current_by_window_until"]) << st.out;
+  EXPECT_TRUE(latest["anchor_age_seconds"].is_number()) << st.out;
+  EXPECT_TRUE(latest["inside_window"].is_boolean()) << st.out;
+  Exit st_text = Run({"status", "--fold", Fold(), "--artifacts", arts});
+  EXPECT_NE(st_text.out.find("latest artifact: " + m["artifact"].get<std::string>()),
+            std::string::npos)
+      << st_text.out;
+  Exit nowhere = Run({"status", "--fold", Fold(), "--artifacts", "dir:" + dir_.path() + "/none"});
+  EXPECT_EQ(nowhere.code, 1) << nowhere.err;
+  EXPECT_NE(nowhere.err.find("--artifacts"), std::string::npos) << nowhere.err;
 }
 
 // A mirror that signs its exports (--sign-key) restores only what a key it

@@ -628,5 +628,109 @@ TEST_F(RepairLiveTest, VolumeLimitedTtlBucketQuietPastTheMarkersRestoresFromTheL
   ExpectHookEqualsFold(*b);
 }
 
+// Issue 30's fourth scenario: a volume-limited TTL bucket where the nodes
+// fold one prefix and writes go on to another. A, live, exports once;
+// then only other prefixes are written, so its fold's records stay the
+// latest artifact's while its cursor moves: its next export is a
+// re-attestation (a manifest naming the same chunks at the new cursor and
+// anchor). B, down past the markers, restores from it after the bucket has
+// been quiet for longer than the marker TTL.
+TEST_F(RepairLiveTest, VolumeLimitedTtlBucketRestoresFromAReattestedArtifact) {
+  kv_.CreateBucket("ttl", {{"max_msgs_per_subject", 1},
+                           {"max_msgs", 60},
+                           {"discard", "old"},
+                           {"allow_msg_ttl", true},
+                           {"subject_delete_marker_ttl", 1 * kSecNs}});
+  if (!kv_.HasLimitMarkers("ttl")) GTEST_SKIP() << "this server has no per-message TTL";
+  OpenArtifacts();
+  const Scope scope = *Scope::Make({"a."});
+  std::vector<std::string> ttl_keys;
+  for (int i = 0; i < 40; ++i) kv_.Put("ttl", "a.p" + std::to_string(i), "v");
+  auto a = NewNode("a");
+  auto b = NewNode("b");
+  WatchOptions bo = Options(*b);
+  bo.scope = scope;
+  ASSERT_TRUE(CatchUp("ttl", *b, bo).ok());
+  WatchOptions ao = Options(*a);
+  ao.scope = scope;
+  ASSERT_TRUE(CatchUp("ttl", *a, ao).ok());
+  std::stop_source stop_a;
+  Status a_status;
+  ao.stop = stop_a.get_token();
+  auto a_source = Source("ttl");
+  std::thread a_thread([&] { a_status = Watch(*a_source, *a->fold, ao); });
+  struct Joiner {
+    std::stop_source& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop.request_stop();
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stop_a, a_thread};
+  auto a_reaches = [&](uint64_t seq) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (a->fold->ReadMeta()->cursor < seq && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return a->fold->ReadMeta()->cursor >= seq;
+  };
+
+  // What B, down from here, must take from the artifact: these are
+  // evicted below.
+  for (int i = 0; i < 5; ++i) kv_.Put("ttl", "a.new" + std::to_string(i), "v");
+  for (int i = 0; i < 10; ++i) {
+    ttl_keys.push_back("a.late" + std::to_string(i));
+    kv_.PutWithTtl("ttl", ttl_keys.back(), "v", "1s");
+  }
+  std::this_thread::sleep_for(milliseconds(2500));  // TTLs by 1 s, markers 1 s after
+  for (const auto& k : ttl_keys) kv_.RecordExpired("ttl", k);
+  ASSERT_TRUE(a_reaches(kv_.LastSeq("ttl")));
+  Export(*a);
+  auto first = ListArtifacts(*arts_, nullptr);
+  ASSERT_TRUE(first.ok() && first->size() == 1u);
+  const std::string full_id = first->back().artifact_id;
+  EXPECT_TRUE(first->back().attests.empty());
+
+  // Other prefixes only: they evict the first puts of "a." (max_msgs), and
+  // change nothing A holds. Paced so that A's probes move its frontier past
+  // them before retention does (a burst that outruns a scoped watcher's
+  // probes trips its floor guard: it cannot tell what was evicted unseen).
+  for (int i = 0; i < 70; ++i) {
+    kv_.Put("ttl", "b.x" + std::to_string(i), "v");
+    std::this_thread::sleep_for(milliseconds(30));
+  }
+  ASSERT_FALSE(kv_.StoredLast("ttl", "a.new4")) << "evicted, not deleted";
+  const uint64_t last = kv_.LastSeq("ttl");
+  ASSERT_TRUE(a_reaches(last));
+  Export(*a);
+  auto listed = ListArtifacts(*arts_, nullptr);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  const ArtifactManifest& again = listed->back();
+  EXPECT_EQ(again.attests, full_id);
+  EXPECT_EQ(again.cursor, last);
+  stop_a.request_stop();
+  a_thread.join();
+  ASSERT_TRUE(a_status.ok()) << a_status.ToString();
+
+  std::this_thread::sleep_for(milliseconds(1500));  // quiet past the marker TTL
+  ASSERT_EQ(kv_.LastSeq("ttl"), last);
+  bo.artifacts = source_.get();
+  const auto started = std::chrono::steady_clock::now();
+  Status s = CatchUp("ttl", *b, bo);
+  std::fprintf(stderr, "figure: volume+TTL bucket, re-attested artifact, restore: %lld ms\n",
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(
+                                          std::chrono::steady_clock::now() - started)
+                                          .count()));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_NE(b->fold->ReadMeta()->last_repair.find(again.artifact_id), std::string::npos)
+      << b->fold->ReadMeta()->last_repair;
+  EXPECT_EQ(LiveEntries(*b->fold), kv_.Truth("ttl", scope));
+  EXPECT_EQ(LiveEntries(*b->fold), LiveEntries(*a->fold));
+  EXPECT_GT(b->by_origin[ChangeOrigin::kRestore], 0);
+  ExpectHookEqualsFold(*b);
+}
+
 }  // namespace
 }  // namespace kvfold::live
