@@ -187,6 +187,16 @@ class Harness {
     Status s = Watch(b, *exporter_, o);
     if (!s.ok()) Diverge("exporter: " + s.ToString());
   }
+  // A scenario's premise: the latest artifact is a re-attestation.
+  void ExpectLatestReattested() {
+    auto id = LatestArtifactId(artifacts_);
+    auto m = id.ok() ? ReadArtifactManifest(artifacts_, *id, {})
+                     : StatusOr<ArtifactManifest>(id.status());
+    if (!m.ok() || m->attests.empty()) {
+      Diverge("premise: the latest artifact is no re-attestation (" +
+              (m.ok() ? m->artifact_id : m.status().ToString()) + ")");
+    }
+  }
 
   // Exports the node's own fold as it stands (mid-catch-up when called
   // from the hook). A dead or failing store may refuse; what is published
@@ -767,6 +777,28 @@ std::vector<Scenario> Scenarios() {
                    h.KeepUp();
                  }
                  h.KeepUpAndExport();
+                 h.Run(h.Options());
+               },
+               true});
+  // The exporter folds one prefix; after its artifact only other prefixes
+  // are written, evicting what the node missed: the exporter re-attests
+  // (a manifest naming the same chunks at its new cursor), and the node
+  // restores from that.
+  s.push_back({"reattested",
+               [](Harness& h) {
+                 h.scope = *Scope::Make({"a."});
+                 h.b.SetMaxMsgs(20);
+                 WriteHistory(h.b, 0, 2);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 WriteHistory(h.b, 2, 2);
+                 h.KeepUpAndExport();
+                 for (int i = 0; i < 24; ++i) {
+                   h.b.Put("b.other" + std::to_string(i % 4), "x");
+                   h.KeepUp();
+                 }
+                 h.KeepUpAndExport();
+                 h.ExpectLatestReattested();
                  h.Run(h.Options());
                },
                true});
