@@ -96,9 +96,11 @@ constexpr const char* kKnown[] = {
     "pointer-keep-invalid",      // pointer rule: a pointer naming no valid artifact stays
     "export-trust-pointer",      // export: a pointer ahead of the fold is taken unchecked
     "reader-trust-pointer",      // restore/seed: a pointer disagreeing with its manifest is taken
-    "reattest-never",            // export: an unchanged fold is exported in full, never re-attested
-    "reattest-skip-digest",      // export: re-attests without comparing the fold digest
-    "reattest-untrusted",        // export: re-attests an artifact no key it trusts signed
+    "floor-jump-verified",       // floor guard: a jump in sequences counts as proven
+    "floor-relist-floor-on-evicting",  // floor guard: the relist floor stands on an evicting bucket
+    "reattest-never",        // export: an unchanged fold is exported in full, never re-attested
+    "reattest-skip-digest",  // export: re-attests without comparing the fold digest
+    "reattest-untrusted",    // export: re-attests an artifact no key it trusts signed
     "reader-trust-attested-chunks",  // reader: a re-attestation may name any chunk
     "prune-drop-attested",           // prune: an artifact a kept re-attestation names is removed
     "export-trust-attested-chunks",  // export: a re-attestation whose chunks are gone stays latest

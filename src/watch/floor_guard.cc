@@ -22,14 +22,17 @@ std::optional<uint64_t> FloorGuard::Cursor() const {
 }
 
 uint64_t FloorGuard::Frontier(const StreamState& state) const {
-  if (ClassifyRetention(state, false).evicts_current_values) return verified_;
+  if (ClassifyRetention(state, false).evicts_current_values &&
+      !KVFOLD_MUTANT("floor-relist-floor-on-evicting")) {
+    return verified_;
+  }
   return std::max(verified_, relist_floor_);
 }
 
 void FloorGuard::Receive(uint64_t seq, int64_t time_ns) {
   const uint64_t before = received_.value_or(0);
   received_anchor_ = std::max(received_anchor_, time_ns);
-  if (seq == before + 1 && verified_ >= before) {
+  if ((seq == before + 1 || KVFOLD_MUTANT("floor-jump-verified")) && verified_ >= before) {
     verified_ = std::max(verified_, seq);
     verified_anchor_ = received_anchor_;
   }

@@ -43,6 +43,8 @@ class FloorGuard {
   const std::optional<uint64_t>& received() const { return received_; }
   uint64_t verified() const { return verified_; }
   int64_t received_anchor() const { return received_anchor_; }
+  int64_t verified_anchor() const { return verified_anchor_; }
+  uint64_t relist_floor() const { return relist_floor_; }
   bool anchor_lost() const { return anchor_lost_; }
   // Something received is not proven yet.
   bool unverified() const { return received_ && verified_ < *received_; }

@@ -8,23 +8,31 @@
 // checks the marker window (core::MarkerWindowNs, InsideMarkerWindow) at a
 // session's start, on a jump in what it is delivered, on each probe, and
 // in CheckRestore; an extra oracle checks that the fold's cursor anchor is
-// never later than a message after the cursor. Its limits: at 1 s ticks a
-// window anywhere in (1 s, 2 s] behaves alike, so the margin's size is not
-// checked here (MarkerWindowTest is); with the default 3 ticks only a marker
-// written at the first tick can expire (--ticks 4: 17M states, about two
-// minutes); and a state sync on such a bucket (repair none, which anchors
-// at the reply's time) is not reached, so the anchor oracle is stronger than
-// what the product keeps on that path (the schedule sim's ttl-markers
-// scenario covers it by example).
+// never later than a message after the cursor, except those a relist's
+// listing or a state sync stands for (both anchor at the time they began
+// reading and cover everything the stream held then). Its limits: at 1 s
+// ticks a window anywhere in (1 s, 2 s] behaves alike, so the margin's size
+// is not checked here (MarkerWindowTest is); with the default 3 ticks only
+// a marker written at the first tick can expire (--ticks 4 for more).
 //
 //   kvfold_model [--deep] [--keys N] [--seqs N] [--crashes N] [--transients N] [--ticks N]
 //
 // The model supplies only the world; every decision the node takes comes
-// from the product's own pure rules (core::CheckWindow, ClassifyRetention,
+// from the product's own rules (core::CheckWindow, ClassifyRetention,
 // ChooseRepair, CheckRestore, RestoreKey, RelistKey, FoldMessage with
-// PendingBatch, NothingInScopeToCome, CountChangeOf, and the repair's
-// repair::LiveInBucket over a BucketSource of the model's stream), so a
-// wrong rule shows up as a violated oracle, not as a wrong model.
+// PendingBatch, NothingInScopeToCome, CountChangeOf, the repair's
+// repair::LiveInBucket over a BucketSource of the model's stream, and the
+// watch's own FloorGuard, held in each state: received, verified, the relist
+// floor, their anchors, a lost anchor), so a wrong rule shows up as a
+// violated oracle, not as a wrong model (floor-jump-verified, planted in
+// FloorGuard::Receive, is caught here). What it still copies by hand, and
+// why: the order in which WatchLoop calls them (a session's start, a
+// delivery, a floor check, a probe, a repair's outcome), since the watch
+// loop's I/O cannot run inside a state of the search; each copy names the
+// WatchLoop function it follows. The marker TTL is constant here (MarkerTtl's
+// changes are the schedule sim's ttl-marker-changes scenario), and a probe is
+// one atomic step (the race between its stream read and its store search is
+// WatcherSimTest's, through SimBucket::before_request).
 //
 // Oracles (SPEC §2), on every transition: the cursor never moves backward
 // nor past the stream; a key's revision never goes backward; no entry is
@@ -71,6 +79,7 @@
 #include "core/window.h"
 #include "kvfold/retention.h"
 #include "repair/listed_keys.h"
+#include "watch/floor_guard.h"
 
 namespace kvfold::model {
 namespace {
@@ -165,11 +174,9 @@ struct State {
   core::PendingBatch pending;
   // The batch handed to the background committer, not collected yet.
   std::optional<FoldCommit> in_flight;
-  std::optional<uint64_t> received;
-  uint64_t verified = 0;
-  uint8_t received_anchor = 0;  // anchors, in ticks (0 unknown)
-  uint8_t verified_anchor = 0;
-  uint64_t relist_floor = 0;
+  // The product's own floor guard: received, verified, the relist floor
+  // and their anchors (in ns; whole ticks here).
+  FloorGuard guard;
   uint64_t deliver_from = 0;
   bool unanchored = false;
   // The repair that runs.
@@ -337,12 +344,13 @@ std::string Encode(const State& s) {
       out.push_back(static_cast<char>(s.in_flight->cursor_time_ns.value_or(0) / kTickNs));
     }
     out.push_back('|');
-    PutOptional(&out, s.received);
-    for (uint64_t v : {s.verified, s.relist_floor, s.deliver_from}) {
+    PutOptional(&out, s.guard.received());
+    for (uint64_t v : {s.guard.verified(), s.guard.relist_floor(), s.deliver_from}) {
       out.push_back(static_cast<char>(v));
     }
-    out.push_back(static_cast<char>(s.received_anchor));
-    out.push_back(static_cast<char>(s.verified_anchor));
+    out.push_back(static_cast<char>(s.guard.received_anchor() / kTickNs));
+    out.push_back(static_cast<char>(s.guard.verified_anchor() / kTickNs));
+    out.push_back(s.guard.anchor_lost());
     out.push_back(s.unanchored);
     out.push_back(static_cast<char>(s.phase));
     out.push_back(static_cast<char>(s.step));
@@ -404,11 +412,7 @@ void ResetMemory(State& s) {
   s.cause = blank.cause;
   s.pending = core::PendingBatch();
   s.in_flight.reset();
-  s.received.reset();
-  s.verified = 0;
-  s.received_anchor = 0;
-  s.verified_anchor = 0;
-  s.relist_floor = 0;
+  s.guard = FloorGuard();
   s.deliver_from = 0;
   s.unanchored = false;
   s.phase = Phase::kNone;
@@ -424,9 +428,7 @@ void ResetMemory(State& s) {
 // What the watcher's memory holds after reading its fold (WatchLoop::Prepare).
 void Prepare(State& s) {
   ResetMemory(s);
-  s.received = s.cursor;
-  s.verified = s.cursor.value_or(0);
-  s.received_anchor = s.verified_anchor = s.cursor_time;
+  s.guard.ResetTo(s.cursor, s.cursor_time * kTickNs, /*new_stream=*/false);
   bool entries = false;
   for (const auto& e : s.fold) entries = entries || e.has_value();
   s.unanchored = !s.cursor && entries;
@@ -439,17 +441,9 @@ void NoteRetention(State& s, const StreamState& st) {
   if (!s.memo && ClassifyRetention(st, /*eviction_observed=*/true).has_evicted) s.memo = true;
 }
 
-uint64_t Frontier(const State& s, const StreamState& st) {
-  if (ClassifyRetention(st, false).evicts_current_values) return s.verified;
-  return std::max(s.verified, s.relist_floor);
-}
-
-// FloorGuard::Cursor and CursorAnchor: the lesser position and its anchor.
+// The pending batch's cursor follows the guard's (WatchLoop::AdvanceCursor).
 void AdvanceCursor(State& s) {
-  if (!s.received) return;
-  const bool received_first = *s.received <= s.verified;
-  s.pending.AdvanceTo(received_first ? *s.received : s.verified,
-                      (received_first ? s.received_anchor : s.verified_anchor) * kTickNs);
+  if (const auto cursor = s.guard.Cursor()) s.pending.AdvanceTo(*cursor, s.guard.CursorAnchor());
 }
 
 // The marker window in ns, or nullopt when the bucket writes no markers.
@@ -458,7 +452,7 @@ std::optional<int64_t> Window(const State& s) { return core::MarkerWindowNs(Stre
 // Whether a reader anchored at received may still read on now.
 bool ReceivedInsideWindow(const State& s) {
   const auto w = Window(s);
-  return !w || core::InsideMarkerWindow(s.received_anchor * kTickNs, s.now * kTickNs, *w);
+  return !w || s.guard.ReceivedInsideWindow(s.now * kTickNs, *w);
 }
 
 void EnterRepair(State& s, RepairCause cause) {
@@ -473,7 +467,7 @@ std::string StartSession(State& s) {
   const StreamState st = Stream(s);
   NoteRetention(s, st);
   std::optional<uint64_t> frontier;
-  if (s.received) frontier = Frontier(s, st);
+  if (s.guard.received()) frontier = s.guard.Frontier(st);
   std::string why;
   switch (core::CheckWindow(kBucket, st, frontier, kCreated, &why)) {
     case core::WindowFault::kRecreated:
@@ -484,13 +478,10 @@ std::string StartSession(State& s) {
     case core::WindowFault::kNone:
       break;
   }
-  if (s.received) {
-    // FloorGuard::ReanchorReceived: a stream that stored nothing after the
-    // position is current by itself; else the marker window by the anchor.
-    if (LastSeq(s) <= *s.received) {
-      s.received_anchor = std::max(s.received_anchor, s.now);
-      if (s.verified == *s.received) s.verified_anchor = s.received_anchor;
-    }
+  if (const auto received = s.guard.received()) {
+    // A stream that stored nothing after the position is current by
+    // itself; else the marker window by the anchor.
+    if (LastSeq(s) <= *received) s.guard.ReanchorReceived(s.now * kTickNs);
     if (!ReceivedInsideWindow(s)) {
       EnterRepair(s, RepairCause::kExpired);
       return "";
@@ -498,8 +489,8 @@ std::string StartSession(State& s) {
   }
   s.mode = Mode::kWatching;
   s.cause = State().cause;  // canonical: no repair is due
-  if (s.received) {
-    s.deliver_from = *s.received + 1;
+  if (const auto received = s.guard.received()) {
+    s.deliver_from = *received + 1;
     return "";
   }
   if (s.unanchored) {
@@ -512,25 +503,26 @@ std::string StartSession(State& s) {
   }
   // A state sync: on history 1, a sequential read from first_seq; what
   // retention removed before it is superseded.
-  s.verified = std::max(s.verified, st.first_seq - 1);
+  // It anchors at the reply's time, and stands for every message up to the
+  // stream's last one then, as a relist's listing does (the anchor oracle's
+  // ghost).
+  s.guard.StartStateSync(st.first_seq, s.now * kTickNs, /*forget_received=*/false);
+  s.listing_covered = std::max(s.listing_covered, static_cast<uint8_t>(LastSeq(s)));
   s.deliver_from = std::max<uint64_t>(st.first_seq, 1);
   return "";
 }
 
 // WatchLoop::CheckFloor: false when it tripped (a repair is due).
 bool CheckFloor(State& s) {
-  const uint64_t received = s.received.value_or(0);
   const StreamState st = Stream(s);
   NoteRetention(s, st);
   std::string why;
-  if (core::CheckWindow(kBucket, st, Frontier(s, st), kCreated, &why) != core::WindowFault::kNone) {
+  if (core::CheckWindow(kBucket, st, s.guard.Frontier(st), kCreated, &why) !=
+      core::WindowFault::kNone) {
     EnterRepair(s, RepairCause::kFloorTrip);
     return false;
   }
-  if (s.received && *s.received >= s.verified) {  // FloorGuard::VerifyReceived
-    s.verified = received;
-    s.verified_anchor = s.received_anchor;
-  }
+  s.guard.VerifyReceived();
   AdvanceCursor(s);
   return true;
 }
@@ -717,7 +709,8 @@ void Node::Watch(const State& s) {
   // folds what arrives before the repair (the session drains its delivery);
   // a window check at a session's start opened none.
   const bool delivering = s.mode == Mode::kWatching || s.cause == RepairCause::kFloorTrip;
-  const uint64_t from = s.received ? std::max(*s.received + 1, s.deliver_from) : s.deliver_from;
+  const auto& received = s.guard.received();
+  const uint64_t from = received ? std::max(*received + 1, s.deliver_from) : s.deliver_from;
   for (uint64_t seq = from; delivering && seq <= LastSeq(s); ++seq) {
     if (!Retained(s, seq)) continue;
     State n = s;
@@ -739,21 +732,17 @@ void Node::Watch(const State& s) {
       current = n.fold[msg.key];
     }
     if (auto next = core::FoldMessage(m, current)) n.pending.Put(key, std::move(*next));
-    const uint64_t before = n.received.value_or(0);
     // WatchLoop::Apply: a jump in sequences on a marker bucket is a stretch
     // read now, which must be inside the window (MarkerStretchHolds).
     bool trip = false;
-    if (seq > before + 1 && Window(n) && !ReceivedInsideWindow(n) && n.mode == Mode::kWatching) {
-      EnterRepair(n, RepairCause::kFloorTrip);
-      trip = true;
+    if (n.guard.Jumps(seq) && Window(n) && !ReceivedInsideWindow(n)) {
+      n.guard.LoseAnchor();
+      if (n.mode == Mode::kWatching) {
+        EnterRepair(n, RepairCause::kFloorTrip);
+        trip = true;
+      }
     }
-    // FloorGuard::Receive.
-    n.received_anchor = std::max(n.received_anchor, msg.time);
-    if (seq == before + 1 && n.verified >= before) {
-      n.verified = std::max(n.verified, seq);
-      n.verified_anchor = n.received_anchor;
-    }
-    n.received = seq;
+    n.guard.Receive(seq, msg.time * kTickNs);
     AdvanceCursor(n);
     Emit("deliver " + std::to_string(seq) + (trip ? " (outside the marker window: trip)" : ""),
          std::move(n));
@@ -761,13 +750,13 @@ void Node::Watch(const State& s) {
   }
   if (s.mode != Mode::kWatching) return;  // a repair only drains deliveries
 
-  if (s.received && s.verified < *s.received) {
+  if (s.guard.unverified()) {
     State n = s;
     CheckFloor(n);
     Emit("floor check", std::move(n));
   }
-  const bool stale_anchor = Window(s) && s.received && s.received_anchor < s.now;
-  if (s.received.value_or(0) < LastSeq(s) || stale_anchor) {
+  const bool stale_anchor = Window(s) && received && s.guard.received_anchor() < s.now * kTickNs;
+  if (received.value_or(0) < LastSeq(s) || stale_anchor) {
     // WatchLoop::Probe: last_seq first, then the store's proof that nothing
     // in scope up to it is still to come, then the floor again. On a marker
     // bucket the stretch proved empty is read now: inside the window or a
@@ -777,14 +766,19 @@ void Node::Watch(const State& s) {
     if (CheckFloor(n)) {
       WorldSource source(n);
       const uint64_t last = LastSeq(n);
-      const uint64_t received = n.received.value_or(0);
-      auto next = source.FirstRetainedInScope(Scope(), received + 1);
-      if (core::NothingInScopeToCome(last, *next)) {
-        if (last > received && Window(n) && !ReceivedInsideWindow(n)) {
+      const uint64_t from_seq = n.guard.received().value_or(0);
+      auto next = source.FirstRetainedInScope(Scope(), from_seq + 1);
+      if (last <= from_seq) {
+        if (n.guard.received() && !n.guard.anchor_lost()) {
+          n.guard.ReanchorReceived(n.now * kTickNs);  // nothing at all after received
+          AdvanceCursor(n);
+        }
+      } else if (core::NothingInScopeToCome(last, *next)) {
+        if (Window(n) && !ReceivedInsideWindow(n)) {
+          n.guard.LoseAnchor();
           EnterRepair(n, RepairCause::kFloorTrip);
         } else {
-          n.received = last;
-          n.received_anchor = std::max(n.received_anchor, n.now);
+          n.guard.ReceiveQuietStretch(last, n.now * kTickNs);
           CheckFloor(n);
         }
       }
@@ -985,7 +979,7 @@ void Node::Repair(const State& s) {
     // keeps current values. A fold with a cursor is anchored at the
     // listing's start on a bucket with markers (WatchLoop::Relist).
     auto finish = [](State& n) {
-      n.relist_floor = std::max(n.relist_floor, n.listing_revision);
+      n.guard.RaiseRelistFloor(n.listing_revision);
       n.unanchored = false;
       n.phase = Phase::kNone;
       n.step = 0;
@@ -1005,8 +999,7 @@ void Node::Repair(const State& s) {
       return EmitCommit("relist done, anchored at tick " + std::to_string(t), s, anchor,
                         [t, covered, finish](State& n) {
                           n.listing_covered = std::max(n.listing_covered, covered);
-                          n.received_anchor = std::max(n.received_anchor, t);
-                          n.verified_anchor = std::max(n.verified_anchor, t);
+                          n.guard.ReanchorAfterListing(t * kTickNs);
                           if (n.cursor) n.pending.AdvanceTo(*n.cursor, t * kTickNs);
                           return finish(n);
                         });
@@ -1024,13 +1017,11 @@ void Node::Repair(const State& s) {
              [](State& n) {
                // The watch resumes from the artifact's cursor, in a new session.
                const uint64_t cursor = n.restore_cursor;
-               const uint64_t relist_floor = n.relist_floor;
+               const FloorGuard guard = n.guard;  // its relist floor stays
                ResetMemory(n);
-               n.relist_floor = relist_floor;
+               n.guard = guard;
                n.listing_covered = 0;  // the exporter's anchor keeps the plain promise
-               n.received = cursor;
-               n.verified = cursor;
-               n.received_anchor = n.verified_anchor = n.cursor_time;
+               n.guard.ResetTo(cursor, n.cursor_time * kTickNs, /*new_stream=*/false);
                n.pending.AdvanceTo(cursor, n.cursor_time * kTickNs);
                return StartSession(n);
              });
