@@ -1,17 +1,21 @@
 // The S3 transport against a real S3-protocol server (s3rver on loopback):
-// retries on throttling, listings past one page, credentials from a
-// profile file, the CLI end to end, and what s3rver lacks, shown.
+// retries on throttling, S3's refusals through a fault proxy (AccessDenied,
+// NoSuchBucket, a bare 404, a lost pointer race, an error under a 200, an
+// expired token), listings past one page, credentials from a profile file,
+// the CLI end to end, and what s3rver lacks, shown.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <future>
 
 #include "artifact/pointer_codec.h"
 #include "artifact/s3_client.h"
 #include "artifact/s3_config.h"
 #include "kvfold/artifact.h"
+#include "kvfold/artifact_source.h"
 #include "kvfold/fold.h"
 #include "kvfold/transport.h"
 #include "live/cli_process.h"
@@ -43,9 +47,70 @@ class S3LiveTest : public ::testing::Test {
     return t.ok() ? std::move(t).value() : nullptr;
   }
 
+  // S3Options reaching the server through `proxy`.
+  S3Options Through(const S3FaultProxy& proxy) const {
+    S3Options o = server_->options();
+    o.endpoint = proxy.endpoint();
+    return o;
+  }
+
   std::unique_ptr<S3Server> server_;
   TestDir dir_;
 };
+
+// A fold of one stream of bucket "cfg" holding `keys` keys at `cursor`
+// (REQUIRES: cursor >= keys), its revisions its own: the folds of exporters
+// that publish to one location, each export of several chunks (kChunkBytes).
+std::unique_ptr<Fold> FoldAt(uint64_t cursor, int keys = 40) {
+  auto fold = NewMemoryFold();
+  FoldCommit c;
+  for (int i = 0; i < keys; ++i) {
+    const uint64_t revision = cursor - keys + i + 1;
+    c.entries["k" + std::to_string(1000 + i)] =
+        Entry{revision, false, std::string(200, 'v') + std::to_string(revision)};
+  }
+  c.cursor = cursor;
+  c.bucket = "cfg";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
+  Status s = fold->Commit(c);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return fold;
+}
+
+constexpr size_t kChunkBytes = 4096;
+
+ExportOptions InChunks() {
+  ExportOptions eo;
+  eo.chunk_raw_bytes = kChunkBytes;
+  return eo;
+}
+
+// Seeds an empty fold from the latest artifact at `from`; the fold is
+// `*seeded` when not null.
+StatusOr<ArtifactManifest> SeedNew(Transport& from, std::unique_ptr<Fold>* seeded = nullptr) {
+  auto fold = NewMemoryFold();
+  auto m = SeedFold(*fold, from, SeedOptions{});
+  if (seeded != nullptr) *seeded = std::move(fold);
+  return m;
+}
+
+// The export a racer run by the fault proxy made, once the request it
+// raced was answered; an error when it never ran. Read through the future,
+// which orders the racer's work (on the proxy's thread) before the reader's.
+StatusOr<ArtifactManifest> RacerOutcome(std::promise<StatusOr<ArtifactManifest>>& result) {
+  auto future = result.get_future();
+  if (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return Status::Internal("the racer never ran");
+  }
+  return future.get();
+}
+
+// `s` failed, saying `part`.
+::testing::AssertionResult Names(const Status& s, const std::string& part) {
+  if (!s.ok() && s.message().find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s.ToString() << " does not name \"" << part << "\"";
+}
 
 // 503 SlowDown is waited out (100 ms, doubling) up to max_attempts, also in
 // the middle of a multipart upload; past them the error names the server's
@@ -156,6 +221,291 @@ TEST_F(S3LiveTest, ARotatedSessionTokenIsTakenOnExpiredToken) {
   }
   EXPECT_EQ(proxy.expired(), 1);  // the fresh token stays in use
   unsetenv("AWS_SESSION_TOKEN");
+}
+
+// Each refusal is judged once, by S3's code and not by the status alone:
+// AccessDenied, NoSuchKey, NoSuchBucket, a bare 404, a 412 and a 501 are
+// not asked again (another attempt gets the same answer), a 500 is, up to
+// max_attempts. Only S3's own "no such" answers are NotFound: nothing else
+// may pass for "no artifact yet" (which a restore waits out).
+TEST_F(S3LiveTest, EachRefusalIsJudgedOnceByItsCode) {
+  S3FaultProxy proxy(server_->port());
+  S3Options o = Through(proxy);
+  o.max_attempts = 3;
+  ASSERT_TRUE(Open("s3://judged", o));  // makes the bucket
+  auto config = artifact::ResolveS3Config("s3://judged", o);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  artifact::S3Client client(*config);
+  struct Refusal {
+    int status;
+    std::string code;
+    int requests;  // sent for it, retries included
+    Status::Code kind;
+    std::string named;  // in the message
+  };
+  const Refusal refusals[] = {
+      {403, "AccessDenied", 1, Status::Code::kFailedPrecondition,
+       "LATEST: HTTP 403 AccessDenied: injected by the test's proxy (the credentials lack the "
+       "right for this request)"},
+      {404, "NoSuchKey", 1, Status::Code::kNotFound, "LATEST: HTTP 404 NoSuchKey"},
+      {404, "NoSuchBucket", 1, Status::Code::kNotFound, "judged/LATEST: HTTP 404 NoSuchBucket"},
+      {404, "", 1, Status::Code::kFailedPrecondition, "LATEST: HTTP 404"},
+      {412, "PreconditionFailed", 1, Status::Code::kFailedPrecondition,
+       "LATEST: HTTP 412 PreconditionFailed"},
+      {501, "NotImplemented", 1, Status::Code::kUnavailable, "LATEST: HTTP 501 NotImplemented"},
+      {500, "InternalError", 3, Status::Code::kUnavailable,
+       "LATEST: HTTP 500 InternalError (after 3 attempts)"},
+  };
+  for (const Refusal& r : refusals) {
+    SCOPED_TRACE(std::to_string(r.status) + " " + r.code);
+    proxy.FailNext(1000, r.status, r.code, "GET", "LATEST");
+    artifact::S3Request get("GET", "LATEST");
+    const int before = proxy.requests();
+    auto answer = client.Send(get);
+    EXPECT_EQ(proxy.requests() - before, r.requests);
+    const Status judged = answer.ok() ? client.ErrorOf(get, *answer) : answer.status();
+    EXPECT_EQ(judged.code(), r.kind) << judged.ToString();
+    EXPECT_TRUE(Names(judged, r.named));
+  }
+}
+
+// Invariant: an export the bucket refuses publishes nothing and loses
+// nothing. AccessDenied on a chunk (credentials that may not write there)
+// fails the export by name, before any manifest; the chunks already
+// written are removed, and the pointer still names the earlier artifact,
+// which still seeds. Refused on the pointer, the manifest is left for the
+// next export or prune, the pointer stays, and the next export answered
+// truly moves it.
+TEST_F(S3LiveTest, AccessDeniedOnAnExportPublishesNothing) {
+  S3FaultProxy proxy(server_->port());
+  auto t = Open("s3://denied/edge", Through(proxy));
+  ASSERT_TRUE(t);
+  auto first = ExportArtifact(*FoldAt(100), *t, InChunks());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_GE(first->chunks.size(), 3u);
+  auto stored = t->List();
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+
+  auto second_fold = FoldAt(200);
+  proxy.FailNext(1, 403, "AccessDenied", "PUT", "/chunk-000001");
+  auto denied = ExportArtifact(*second_fold, *t, InChunks());
+  ASSERT_FALSE(denied.ok()) << "an export over a chunk S3 refused was published";
+  EXPECT_TRUE(denied.status().IsFailedPrecondition()) << denied.status().ToString();
+  EXPECT_TRUE(Names(denied.status(), "/chunk-000001: HTTP 403 AccessDenied"));
+  EXPECT_EQ(*LatestArtifactId(*t), first->artifact_id);
+  EXPECT_EQ(*t->List(), *stored) << "a manifest or an orphan chunk of the refused export is left";
+  auto seeded = SeedNew(*t);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(seeded->artifact_id, first->artifact_id);
+  EXPECT_EQ(seeded->cursor, 100u);
+  EXPECT_EQ(seeded->entry_count, 40u);
+
+  proxy.FailNext(1, 403, "AccessDenied", "PUT", "LATEST");
+  auto unpointed = ExportArtifact(*second_fold, *t, InChunks());
+  ASSERT_FALSE(unpointed.ok());
+  EXPECT_TRUE(unpointed.status().IsFailedPrecondition()) << unpointed.status().ToString();
+  EXPECT_TRUE(Names(unpointed.status(), "but not made the latest"));
+  EXPECT_TRUE(Names(unpointed.status(), "LATEST: HTTP 403 AccessDenied"));
+  EXPECT_EQ(*LatestArtifactId(*t), first->artifact_id);
+  seeded = SeedNew(*t);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(seeded->cursor, 100u);
+
+  auto third = ExportArtifact(*second_fold, *t, InChunks());
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*t), third->artifact_id);
+  auto listed = ListArtifacts(*t, nullptr);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->size(), 3u);  // the first, the unpointed one, the third
+  EXPECT_TRUE(VerifyArtifact(*t, third->artifact_id, VerifyOptions{}).ok());
+}
+
+// Invariant: a reader the bucket refuses says so; it never takes the
+// refusal for "no artifact yet" (NotFound, which a restore waits out and a
+// seed reports as nothing to seed). AccessDenied on the pointer or on the
+// manifest fails the seed by name with the fold untouched, and the
+// restore's source; a refused HEAD fails the source that opens its
+// location when first needed.
+TEST_F(S3LiveTest, AccessDeniedOnReadingIsRefusedNotTakenForNoArtifact) {
+  S3FaultProxy proxy(server_->port());
+  auto t = Open("s3://unreadable", Through(proxy));
+  ASSERT_TRUE(t);
+  auto written = ExportArtifact(*FoldAt(100), *t, InChunks());
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+
+  for (const std::string& object : {std::string("LATEST"), written->artifact_id + "/manifest"}) {
+    SCOPED_TRACE(object);
+    const std::string refused = object + ": HTTP 403 AccessDenied";
+    proxy.FailNext(1, 403, "AccessDenied", "GET", object);
+    std::unique_ptr<Fold> fold;
+    auto seeded = SeedNew(*t, &fold);
+    ASSERT_FALSE(seeded.ok());
+    EXPECT_TRUE(seeded.status().IsFailedPrecondition()) << seeded.status().ToString();
+    EXPECT_TRUE(Names(seeded.status(), refused));
+    auto snapshot = fold->Snapshot();
+    ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+    EXPECT_FALSE((*snapshot)->meta().cursor) << "a refused seed touched the fold";
+    EXPECT_EQ((*snapshot)->meta().live_keys, 0u);
+
+    proxy.FailNext(1, 403, "AccessDenied", "GET", object);
+    auto newest = NewArtifactSource(*t)->Newest();
+    ASSERT_FALSE(newest.ok());
+    EXPECT_TRUE(newest.status().IsFailedPrecondition()) << newest.status().ToString();
+    EXPECT_TRUE(Names(newest.status(), refused));
+  }
+
+  TransportOptions reading;  // a reader never creates the bucket
+  reading.s3 = Through(proxy);
+  auto lazy = OpenArtifactSourceWhenNeeded("s3://unreadable", ConnectOptions{}, {}, reading);
+  ASSERT_TRUE(lazy.ok()) << lazy.status().ToString();
+  proxy.FailNext(1, 403, "AccessDenied", "HEAD");  // a HEAD's answer has no body
+  auto opened = (*lazy)->Newest();
+  EXPECT_TRUE(opened.status().IsFailedPrecondition()) << opened.status().ToString();
+  EXPECT_TRUE(Names(opened.status(), "unreadable/: HTTP 403"));
+  opened = (*lazy)->Newest();  // opened again, answered truly
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(opened->artifact_id, written->artifact_id);
+
+  auto seeded = SeedNew(*t);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(seeded->cursor, 100u);
+}
+
+// S3's NoSuchBucket is NotFound naming the bucket (what it says: the
+// bucket is gone), whether the transport is open or opens: not taken for
+// an empty pointer, so an export over it writes nothing.
+TEST_F(S3LiveTest, NoSuchBucketIsNotFoundNamingTheBucket) {
+  S3FaultProxy proxy(server_->port());
+  auto t = Open("s3://vanishing", Through(proxy));
+  ASSERT_TRUE(t);
+  auto written = ExportArtifact(*FoldAt(100), *t, InChunks());
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  auto stored = t->List();
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+
+  proxy.FailNext(1, 404, "NoSuchBucket", "GET", "LATEST");
+  auto latest = LatestArtifactId(*t);
+  EXPECT_TRUE(latest.status().IsNotFound()) << latest.status().ToString();
+  EXPECT_TRUE(Names(latest.status(), "/vanishing/LATEST: HTTP 404 NoSuchBucket"));
+
+  proxy.FailNext(1, 404, "NoSuchBucket", "GET", "LATEST");
+  auto exported = ExportArtifact(*FoldAt(200), *t, InChunks());
+  EXPECT_TRUE(exported.status().IsNotFound()) << exported.status().ToString();
+  EXPECT_TRUE(Names(exported.status(), "/vanishing/LATEST: HTTP 404 NoSuchBucket"));
+  EXPECT_EQ(*t->List(), *stored);
+
+  // (The manifest's reader words any NotFound as a missing manifest.)
+  proxy.FailNext(1, 404, "NoSuchBucket", "GET", "/manifest");
+  auto seeded = SeedNew(*t);
+  EXPECT_TRUE(seeded.status().IsNotFound()) << seeded.status().ToString();
+  EXPECT_TRUE(
+      Names(seeded.status(), "artifact " + written->artifact_id + " not found at s3://vanishing"));
+
+  // Opening a reader: HEAD answers a bare 404, the listing NoSuchBucket.
+  proxy.FailNext(2, 404, "NoSuchBucket");
+  TransportOptions reading;
+  reading.s3 = Through(proxy);
+  auto reader = OpenTransport("s3://vanishing", ConnectOptions{}, reading);
+  EXPECT_TRUE(reader.status().IsNotFound()) << reader.status().ToString();
+  EXPECT_TRUE(Names(reader.status(), "no S3 bucket vanishing at " + proxy.endpoint()));
+  EXPECT_EQ(*LatestArtifactId(*t), written->artifact_id);
+}
+
+// Invariant: a bare 404 (no S3 error body: a proxy, a wrong endpoint or
+// addressing) on the pointer is no "no artifact yet". Only NoSuchKey is;
+// a bare 404 is a FailedPrecondition naming the pointer's URL, so an
+// export of an older fold does not take the location for empty and write
+// an artifact there, and a seed or a restore reports it.
+TEST_F(S3LiveTest, ABare404OnThePointerIsNotNoArtifactYet) {
+  S3FaultProxy proxy(server_->port());
+  auto t = Open("s3://bare", Through(proxy));
+  ASSERT_TRUE(t);
+  auto written = ExportArtifact(*FoldAt(200), *t, InChunks());
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  auto stored = t->List();
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  const std::string bare = "/bare/LATEST: HTTP 404";
+
+  proxy.FailNext(1, 404, "", "GET", "LATEST");
+  auto latest = LatestArtifactId(*t);
+  EXPECT_TRUE(latest.status().IsFailedPrecondition()) << latest.status().ToString();
+  EXPECT_TRUE(Names(latest.status(), bare));
+
+  proxy.FailNext(1, 404, "", "GET", "LATEST");
+  auto older = ExportArtifact(*FoldAt(100), *t, InChunks());
+  EXPECT_TRUE(older.status().IsFailedPrecondition()) << older.status().ToString();
+  EXPECT_TRUE(Names(older.status(), bare));
+  EXPECT_EQ(*t->List(), *stored) << "an export wrote to a location it could not read";
+
+  proxy.FailNext(1, 404, "", "GET", "LATEST");
+  auto seeded = SeedNew(*t);
+  EXPECT_TRUE(seeded.status().IsFailedPrecondition()) << seeded.status().ToString();
+  EXPECT_TRUE(Names(seeded.status(), bare));
+
+  proxy.FailNext(1, 404, "", "GET", "LATEST");
+  auto newest = NewArtifactSource(*t)->Newest();
+  EXPECT_TRUE(newest.status().IsFailedPrecondition()) << newest.status().ToString();
+  EXPECT_TRUE(Names(newest.status(), bare));
+
+  EXPECT_EQ(*LatestArtifactId(*t), written->artifact_id);
+}
+
+// Invariant: the pointer only moves forward, and a race for it loses no
+// artifact. A conditional write of the pointer that S3 answers 412
+// (another exporter moved it in between) reads the pointer again: past
+// an older racer the export still advances it; behind a newer one it ends
+// AlreadyExists naming that artifact, which stays the latest (this one is
+// left for prune); a 412 to the retry of its own write that landed (the
+// first answer lost) is success. s3rver ignores conditions
+// (S3rverIgnoresConditionalWrites): the proxy answers the 412 after
+// letting the racer, which exports straight to s3rver, win.
+TEST_F(S3LiveTest, APointerWriteThatLosesItsConditionReadsThePointerAgain) {
+  S3FaultProxy proxy(server_->port());
+  auto t = Open("s3://raced", Through(proxy));
+  ASSERT_TRUE(t);
+  auto racer_transport = Open("s3://raced", server_->options());
+  ASSERT_TRUE(racer_transport);
+  auto first = ExportArtifact(*FoldAt(100), *t, InChunks());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+
+  auto older_fold = FoldAt(200);
+  std::promise<StatusOr<ArtifactManifest>> older;
+  proxy.LoseNextRace("PUT", "LATEST", [&] {
+    older.set_value(ExportArtifact(*older_fold, *racer_transport, InChunks()));
+  });
+  auto ahead = ExportArtifact(*FoldAt(300), *t, InChunks());
+  auto racer = RacerOutcome(older);
+  ASSERT_TRUE(racer.ok()) << racer.status().ToString();
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*t), ahead->artifact_id);
+
+  auto newer_fold = FoldAt(500);
+  std::promise<StatusOr<ArtifactManifest>> newer;
+  proxy.LoseNextRace("PUT", "LATEST", [&] {
+    newer.set_value(ExportArtifact(*newer_fold, *racer_transport, InChunks()));
+  });
+  auto behind = ExportArtifact(*FoldAt(400), *t, InChunks());
+  racer = RacerOutcome(newer);
+  ASSERT_TRUE(racer.ok()) << racer.status().ToString();
+  EXPECT_TRUE(behind.status().IsAlreadyExists()) << behind.status().ToString();
+  EXPECT_TRUE(Names(behind.status(), "names artifact " + racer->artifact_id + " at cursor 500"));
+  EXPECT_EQ(*LatestArtifactId(*t), racer->artifact_id);
+  auto seeded = SeedNew(*t);
+  ASSERT_TRUE(seeded.ok()) << seeded.status().ToString();
+  EXPECT_EQ(seeded->cursor, 500u);
+
+  proxy.StoreThenFailNext(412, "PreconditionFailed", "PUT", "LATEST");
+  auto landed = ExportArtifact(*FoldAt(600), *t, InChunks());
+  ASSERT_TRUE(landed.ok()) << landed.status().ToString();
+  EXPECT_EQ(*LatestArtifactId(*t), landed->artifact_id);
+
+  std::vector<std::string> unreadable;
+  auto listed = ListArtifacts(*t, &unreadable);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_TRUE(unreadable.empty());
+  std::vector<uint64_t> cursors;
+  for (const ArtifactManifest& m : *listed) cursors.push_back(m.cursor);
+  EXPECT_EQ(cursors, (std::vector<uint64_t>{100, 200, 300, 400, 500, 600}));
 }
 
 // ListObjectsV2 answers 1000 keys a page; the rest come by continuation.

@@ -99,26 +99,26 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
   // route runs, not before a pre-routing handler.
   auto handle = [this](const httplib::Request& req, httplib::Response& res) {
     ++requests_;
+    // The answer to give instead of the server's, chosen under the lock and
+    // given outside it (a racer sends requests of its own meanwhile).
+    Fault hit;
     {
       std::lock_guard lock(mu_);
-      auto refuse = [&res](int status, const std::string& code) {
-        res.status = status;
-        res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + code +
-                            "</Code><Message>injected by the test's proxy</Message></Error>",
-                        "application/xml");
-      };
       if (!expired_token_.empty() &&
           req.get_header_value("x-amz-security-token") == expired_token_) {
         ++expired_;
-        refuse(400, "ExpiredToken");
-        return;
+        hit.status = 400;
+        hit.code = "ExpiredToken";
+      } else if (fault_.left > 0 && (fault_.method.empty() || fault_.method == req.method) &&
+                 req.target.find(fault_.target) != std::string::npos) {
+        --fault_.left;
+        hit = fault_;
       }
-      if (fail_left_ > 0 && (fail_method_.empty() || fail_method_ == req.method) &&
-          req.target.find(fail_target_) != std::string::npos) {
-        --fail_left_;
-        refuse(fail_status_, fail_code_);
-        return;
-      }
+    }
+    if (hit.status != 0 && !hit.forward_first) {
+      if (hit.before) hit.before();
+      Refuse(hit, res);
+      return;
     }
     httplib::Client upstream("127.0.0.1", upstream_port_);
     httplib::Request forward;
@@ -133,6 +133,10 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
     }
     forward.body = req.body;
     auto answer = upstream.send(forward);
+    if (hit.status != 0) {
+      Refuse(hit, res);
+      return;
+    }
     if (!answer) {
       res.status = 502;
       return;
@@ -153,14 +157,30 @@ S3FaultProxy::S3FaultProxy(int upstream_port)
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
+void S3FaultProxy::Refuse(const Fault& fault, httplib::Response& res) {
+  res.status = fault.status;
+  if (fault.code.empty()) return;  // a bare status
+  res.set_content("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + fault.code +
+                      "</Code><Message>injected by the test's proxy</Message></Error>",
+                  "application/xml");
+}
+
 void S3FaultProxy::FailNext(int n, int status, const std::string& code, const std::string& method,
                             const std::string& target_part) {
   std::lock_guard lock(mu_);
-  fail_left_ = n;
-  fail_status_ = status;
-  fail_code_ = code;
-  fail_method_ = method;
-  fail_target_ = target_part;
+  fault_ = Fault{n, status, code, method, target_part, {}, false};
+}
+
+void S3FaultProxy::LoseNextRace(const std::string& method, const std::string& target_part,
+                                std::function<void()> racer) {
+  std::lock_guard lock(mu_);
+  fault_ = Fault{1, 412, "PreconditionFailed", method, target_part, std::move(racer), false};
+}
+
+void S3FaultProxy::StoreThenFailNext(int status, const std::string& code, const std::string& method,
+                                     const std::string& target_part) {
+  std::lock_guard lock(mu_);
+  fault_ = Fault{1, status, code, method, target_part, {}, true};
 }
 
 S3FaultProxy::~S3FaultProxy() {

@@ -9,7 +9,8 @@
 //
 // Also a fault proxy in front of it: answers the next N requests (or the
 // next N of one method whose path or query holds a string) with an error of
-// S3's, and refuses a session token as expired, forwarding the rest
+// S3's or a bare status, loses a conditional write's race to another
+// writer, and refuses a session token as expired, forwarding the rest
 // untouched.
 
 #ifndef KVFOLD_TESTS_LIVE_S3_SERVER_H_
@@ -18,6 +19,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,7 +30,8 @@
 
 namespace httplib {
 class Server;
-}
+struct Response;
+}  // namespace httplib
 
 namespace kvfold::live {
 
@@ -63,12 +66,28 @@ class S3FaultProxy {
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   // The next `n` requests are answered 503 SlowDown (S3's throttling).
   void ThrottleNext(int n) { FailNext(n, 503, "SlowDown"); }
-  // The next `n` requests of `method` whose target (path and query)
-  // contains `target_part` ("" for any) are answered `status` with error
-  // `code`, in S3's XML error body (also under a 200, as S3 may answer a
-  // multipart completion that failed).
+  // The next `n` requests of `method` ("" for any; HEAD is "HEAD") whose
+  // target (path and query) contains `target_part` ("" for any) are
+  // answered `status` with error `code`, in S3's XML error body (also under
+  // a 200, as S3 may answer a multipart completion that failed). Code ""
+  // answers the bare status with an empty body, as a proxy or a wrong
+  // endpoint does, never S3 itself. Replaces any fault still pending.
   void FailNext(int n, int status, const std::string& code, const std::string& method = "",
                 const std::string& target_part = "");
+  // The next request of `method` whose target contains `target_part` is
+  // answered 412 PreconditionFailed once `racer` has run (on the proxy's
+  // thread, while that request waits): another writer's, which wins the
+  // race the request's condition guards. s3rver ignores conditions, so
+  // this is how a lost race reaches the product. `racer` must not send
+  // through this proxy.
+  void LoseNextRace(const std::string& method, const std::string& target_part,
+                    std::function<void()> racer);
+  // The next request of `method` whose target contains `target_part` is
+  // forwarded (the server acts on it), but answered `status` with error
+  // `code`: a write that landed whose answer was lost, and whose retry
+  // then lost its condition to it.
+  void StoreThenFailNext(int status, const std::string& code, const std::string& method,
+                         const std::string& target_part);
   // From now on every request carrying `token` as its session token
   // (x-amz-security-token) is answered 400 ExpiredToken, as S3 answers
   // temporary credentials past their expiry. "" for none.
@@ -81,13 +100,23 @@ class S3FaultProxy {
   int expired() const { return expired_; }
 
  private:
+  // Requests to answer with an error instead of (or after) the server's.
+  struct Fault {
+    int left = 0;
+    int status = 0;
+    std::string code, method, target;
+    std::function<void()> before;  // run before answering
+    bool forward_first = false;    // the server still gets the request
+  };
+
   std::unique_ptr<httplib::Server> server_;
   int upstream_port_;
   int port_ = 0;
+  // Answers `fault`'s status, with S3's error body unless its code is "".
+  static void Refuse(const Fault& fault, httplib::Response& res);
+
   std::mutex mu_;
-  int fail_left_ = 0;  // guarded by mu_, as the four below
-  int fail_status_ = 0;
-  std::string fail_code_, fail_method_, fail_target_;
+  Fault fault_;                // guarded by mu_
   std::string expired_token_;  // guarded by mu_
   std::atomic<int> requests_{0};
   std::atomic<int> expired_{0};
