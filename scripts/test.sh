@@ -31,10 +31,13 @@ export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
 export CCACHE_DIR=${KVFOLD_CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kvfold/ccache}
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 ccache --zero-stats >/dev/null
-# The S3 transport's live tests start s3rver (from the npm registry); in
-# CI a missing one fails them instead of skipping them.
+# The S3 transport's live tests start s3rver (from the npm registry), and
+# in front of it a proxy that checks every request's signature with the
+# AWS SDK's signer (also from the npm registry); in CI a missing one fails
+# them instead of skipping them.
 KVFOLD_S3RVER=$(scripts/fetch-s3rver.sh)
-export KVFOLD_S3RVER KVFOLD_REQUIRE_S3RVER=1
+KVFOLD_S3_SIGV4=$(scripts/fetch-sigv4-verifier.sh)
+export KVFOLD_S3RVER KVFOLD_REQUIRE_S3RVER=1 KVFOLD_S3_SIGV4 KVFOLD_REQUIRE_S3_SIGV4=1
 # The server matrix: the live tier again on the newest nats-server of
 # Debian's trixie (2.10.x) and sid (2.15.x), fetched into a cache beside
 # the system's package (scripts/fetch-nats-servers.sh). Tests that need a

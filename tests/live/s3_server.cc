@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <vector>
 
 #include "live/nats_server.h"  // FreePort, HttpGet
@@ -38,6 +39,63 @@ std::string S3Server::Find(std::string* why) {
   return "";
 }
 
+std::string S3Server::FindSigV4Verifier(std::string* why) {
+  const char* env = std::getenv("KVFOLD_S3_SIGV4");
+  if (env == nullptr || *env == '\0') {
+    *why =
+        "no SigV4 verifier: set KVFOLD_S3_SIGV4 to the launcher scripts/fetch-sigv4-verifier.sh "
+        "prints";
+    return "";
+  }
+  if (access(env, X_OK) == 0) return env;
+  *why = std::string("KVFOLD_S3_SIGV4=") + env + " is not executable";
+  return "";
+}
+
+namespace {
+
+// Runs `argv` with its output in `log`; killed when this process dies.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    FILE* out = std::freopen(log.c_str(), "w", stdout);
+    (void)out;
+    dup2(fileno(stdout), fileno(stderr));
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits until `ready` (`pid` serves); aborts with its log when it exits or
+// takes more than 30 s.
+void AwaitServing(pid_t pid, const std::function<bool()>& ready, const std::string& what,
+                  const std::string& log) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!ready()) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid || std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "S3Server: %s did not start; its log:\n%s\n", what.c_str(),
+                   ReadWholeFile(log).c_str());
+      std::abort();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Stop(pid_t pid) {
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+}
+
+}  // namespace
+
 S3Server::S3Server() {
   std::string why;
   const std::string bin = Find(&why);
@@ -51,35 +109,43 @@ S3Server::S3Server() {
   port_ = FreePort();
   const std::string data = dir_.path() + "/data";
   std::filesystem::create_directories(data);
-  const std::string port = std::to_string(port_);
   const std::string log = dir_.path() + "/s3rver.log";
-  pid_ = fork();
-  if (pid_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    FILE* out = std::freopen(log.c_str(), "w", stdout);
-    (void)out;
-    dup2(fileno(stdout), fileno(stderr));
-    execl(bin.c_str(), bin.c_str(), "-d", data.c_str(), "-a", "127.0.0.1", "-p", port.c_str(),
-          "--silent", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (HttpGet(port_, "/").first == 0) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_ || std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "S3Server: s3rver did not start; its log:\n%s\n",
-                   ReadWholeFile(log).c_str());
-      std::abort();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  pid_ = Spawn({bin, "-d", data, "-a", "127.0.0.1", "-p", std::to_string(port_), "--silent"}, log);
+  AwaitServing(
+      pid_, [this] { return HttpGet(port_, "/").first != 0; }, "s3rver", log);
+
+  const std::string node = FindSigV4Verifier(&why);
+  if (node.empty()) return;
+  verifier_port_ = FreePort();
+  const std::string verifier_log = dir_.path() + "/sigv4.log";
+  verifier_pid_ = Spawn(
+      {node, KVFOLD_SOURCE_DIR "/tests/live/s3_sigv4_proxy.js", std::to_string(verifier_port_),
+       std::to_string(port_), options().region, "S3RVER", "S3RVER"},
+      verifier_log);
+  // Not probed by a request: it would log a refusal.
+  AwaitServing(
+      verifier_pid_,
+      [&] {
+        return ReadWholeFile(verifier_log).find("s3_sigv4_proxy: listening") != std::string::npos;
+      },
+      "the SigV4 verifier", verifier_log);
 }
 
 S3Server::~S3Server() {
-  if (pid_ > 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+  Stop(verifier_pid_);
+  Stop(pid_);
+}
+
+std::string S3Server::refused_signatures() const {
+  std::string refused;
+  std::istringstream lines(ReadWholeFile(dir_.path() + "/sigv4.log"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(" SignatureDoesNotMatch: ") != std::string::npos ||
+        line.find(" XAmzContentSHA256Mismatch: ") != std::string::npos) {
+      refused += line + "\n";
+    }
   }
+  return refused;
 }
 
 S3Options S3Server::options() const {

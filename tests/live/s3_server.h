@@ -5,7 +5,11 @@
 //
 // What s3rver lacks, stated where tests meet it: it accepts conditional
 // writes (If-Match, If-None-Match) and ignores them, and it checks the
-// access key id but not the signature.
+// access key id but not the signature. For the signature, a verifying proxy
+// (tests/live/s3_sigv4_proxy.js: every request signed again by the AWS
+// SDK for JavaScript's signer, refused when it differs) stands in front of
+// it when $KVFOLD_S3_SIGV4 names the launcher
+// scripts/fetch-sigv4-verifier.sh prints.
 //
 // Also a fault proxy in front of it: answers the next N requests (or the
 // next N of one method whose path or query holds a string) with an error of
@@ -40,22 +44,38 @@ class S3Server {
   // The launcher to run, or "" with *why set when there is none.
   static std::string Find(std::string* why);
 
-  // Starts it (REQUIRES: Find found one) and sets the AWS credential
+  // The launcher of node with the AWS SDK's SigV4 signer on its module
+  // path ($KVFOLD_S3_SIGV4), or "" with *why set when there is none.
+  static std::string FindSigV4Verifier(std::string* why);
+
+  // Starts it (REQUIRES: Find found one), and the verifying proxy in front
+  // of it when FindSigV4Verifier finds one, and sets the AWS credential
   // variables to s3rver's (S3RVER / S3RVER) for this process.
   S3Server();
   ~S3Server();
   S3Server(const S3Server&) = delete;
   S3Server& operator=(const S3Server&) = delete;
 
+  // s3rver's own port, which a fault proxy forwards to: a proxy between
+  // the client and the verifier would change the Host header it signed.
   int port() const { return port_; }
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // S3Options reaching this server, path-style.
+  // Where clients reach it: through the verifying proxy when it runs.
+  std::string endpoint() const {
+    return "http://127.0.0.1:" + std::to_string(verifier_port_ > 0 ? verifier_port_ : port_);
+  }
+  // S3Options reaching endpoint(), path-style.
   S3Options options() const;
+  // Whether requests to endpoint() have their signatures checked.
+  bool verifies_signatures() const { return verifier_pid_ > 0; }
+  // The verifying proxy's refusals so far, one a line ("" when none).
+  std::string refused_signatures() const;
 
  private:
   TestDir dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+  int verifier_port_ = 0;
+  pid_t verifier_pid_ = -1;
 };
 
 class S3FaultProxy {
