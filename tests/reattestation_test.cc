@@ -2,8 +2,9 @@
 // artifact's records at a later cursor writes a new manifest naming that
 // artifact's chunks, with its own cursor and anchor, instead of new chunks.
 // Each test here fails when one of its rules is switched off (mutation
-// points reattest-*, reader-trust-attested-chunks, prune-drop-attested,
-// export-trust-attested-chunks).
+// points reattest-*, reader-trust-attested-chunks, reader-owner-prefix-loose,
+// prune-drop-attested, prune-attested-by-latest-only,
+// export-trust-attested-chunks, exporter-trust-needs-sign-key).
 
 #include <gtest/gtest.h>
 
@@ -227,6 +228,87 @@ TEST_F(ReattestationTest, AReattestationWhoseChunksAreGoneIsReplacedByAFullExpor
   EXPECT_EQ(LiveEntries(*Seeded()), LiveEntries(*fold_));
 }
 
+// A record written at the latest artifact's own cursor is in that artifact:
+// it is no change since.
+TEST_F(ReattestationTest, ARecordAtTheLatestCursorIsNoChangeSince) {
+  FoldCommit put;
+  put.entries["k2000"] = Entry{310, false, "at-the-cursor"};
+  put.cursor = 310;
+  ASSERT_TRUE(fold_->Commit(put).ok());
+  const ArtifactManifest first = Export(*fold_);
+  ASSERT_EQ(first.cursor, 310u);
+  MovePast(*fold_, 400, 2'000'000'000);
+  EXPECT_EQ(Export(*fold_).attests, first.artifact_id);
+  EXPECT_EQ(LiveEntries(*Seeded()), LiveEntries(*fold_));
+}
+
+// The latest artifact lost a chunk (a prune or an operator elsewhere): it
+// is not re-attested, the export writes its own chunks.
+TEST_F(ReattestationTest, ALatestArtifactMissingAChunkIsNotReattested) {
+  const ArtifactManifest first = Export(*fold_);
+  ASSERT_GT(first.chunks.size(), 1u);
+  ASSERT_TRUE(to_->Remove(first.chunks[1].name).ok());
+  MovePast(*fold_, 400, 2'000'000'000);
+  const ArtifactManifest m = Export(*fold_);
+  EXPECT_TRUE(m.attests.empty());
+  EXPECT_TRUE(VerifyArtifact(*to_, m.artifact_id, {}).ok());
+  EXPECT_EQ(LiveEntries(*Seeded()), LiveEntries(*fold_));
+}
+
+// An exporter that only trusts keys (it signs nothing) re-attests only what
+// a trusted key signed: an unsigned artifact of the same pairs and other
+// values is exported over in full.
+TEST_F(ReattestationTest, AnExporterThatTrustsKeysDoesNotReattestAnUnsignedArtifact) {
+  auto [priv, pub] = MakeKeyPair(dir_.path(), "fleet");
+  auto forged = MirroredFold(300, "poison-");
+  Export(*forged);  // unsigned, at the pointer
+  MovePast(*fold_, 400, 2'000'000'000);
+  ExportOptions trusting;
+  trusting.trusted_key_files = {pub};
+  const ArtifactManifest m = Export(*fold_, trusting);
+  EXPECT_TRUE(m.attests.empty());
+  EXPECT_EQ(LiveEntries(*Seeded()), LiveEntries(*fold_));
+}
+
+// Prune keeps what a kept re-attestation names whichever artifact is the
+// latest.
+TEST_F(ReattestationTest, PruneKeepsWhatAnOlderKeptReattestationNames) {
+  const ArtifactManifest first = Export(*fold_);
+  MovePast(*fold_, 400, 2'000'000'000);
+  const ArtifactManifest again = Export(*fold_);
+  ASSERT_EQ(again.attests, first.artifact_id);
+  FoldCommit put;
+  put.entries["k1001"] = Entry{420, false, "new"};
+  put.cursor = 430;
+  ASSERT_TRUE(fold_->Commit(put).ok());
+  ASSERT_TRUE(Export(*fold_).attests.empty());
+  std::vector<std::string> removed;
+  ASSERT_TRUE(
+      PruneArtifacts(*to_, PruneOptions{.keep = 2, .min_age = {}, .verify = {}}, &removed).ok());
+  EXPECT_TRUE(removed.empty());
+  EXPECT_TRUE(VerifyArtifact(*to_, again.artifact_id, {}).ok());
+}
+
+// The eviction memo is the fold's, as of its cursor: one recorded since the
+// latest artifact travels in the re-attestation and into a seeded fold.
+TEST_F(ReattestationTest, AReattestationCarriesTheFoldsEvictionMemo) {
+  const ArtifactManifest first = Export(*fold_);
+  ASSERT_FALSE(first.eviction_observed);
+  FoldCommit memo;
+  memo.cursor = 400;
+  memo.cursor_time_ns = 2'000'000'000;
+  memo.eviction_observed = true;
+  memo.eviction_cause = "max_msgs";
+  ASSERT_TRUE(fold_->Commit(memo).ok());
+  const ArtifactManifest again = Export(*fold_);
+  ASSERT_EQ(again.attests, first.artifact_id);
+  EXPECT_TRUE(again.eviction_observed);
+  EXPECT_EQ(again.eviction_cause, "max_msgs");
+  auto seeded = Seeded();
+  EXPECT_TRUE(seeded->ReadMeta()->eviction_observed);
+  EXPECT_EQ(seeded->ReadMeta()->eviction_cause, "max_msgs");
+}
+
 // What a reader takes from a manifest that says it re-attests.
 TEST_F(ReattestationTest, AReattestationNamesOnlyTheChunksOfTheArtifactItAttests) {
   const ArtifactManifest first = Export(*fold_);
@@ -252,6 +334,11 @@ TEST_F(ReattestationTest, AReattestationNamesOnlyTheChunksOfTheArtifactItAttests
   };
   // Another artifact's id than the chunks' owner.
   rewrite([](wire::Manifest* m) { m->set_attests("00000000000000000001-aaaaaaaaaaaa"); });
+  refused("outside the artifact it re-attests");
+  // An id the owner's id merely begins with.
+  rewrite([&](wire::Manifest* m) {
+    m->set_attests(first.artifact_id.substr(0, first.artifact_id.size() - 1));
+  });
   refused("outside the artifact it re-attests");
   // Its own id.
   rewrite([&](wire::Manifest* m) { m->set_attests(again.artifact_id); });

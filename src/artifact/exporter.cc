@@ -304,7 +304,8 @@ StatusOr<std::optional<ArtifactManifest>> Reattestation(Transport& to,
       snapshot.Scan("", /*include_tombstones=*/false, [&](std::string_view key, const Entry& e) {
         bool any_key = false;
         if (!ArtifactCarries(key, scope, &any_key).ok()) return true;
-        if (e.revision == 0 || e.revision > l.cursor) {
+        if (e.revision == 0 || e.revision > l.cursor ||
+            (e.revision == l.cursor && KVFOLD_MUTANT("reattest-cursor-record-changed"))) {
           odd = true;  // changed since
           return false;
         }
@@ -322,7 +323,10 @@ StatusOr<std::optional<ArtifactManifest>> Reattestation(Transport& to,
   auto names = to.List();
   if (!names.ok()) return names.status();
   for (const auto& c : l.chunks) {
-    if (!std::binary_search(names->begin(), names->end(), c.name)) return None();
+    if (!std::binary_search(names->begin(), names->end(), c.name) &&
+        !KVFOLD_MUTANT("reattest-skip-chunks-listed")) {
+      return None();
+    }
   }
   ArtifactManifest m = ManifestOf(meta, options);
   m.schema_version = m.min_reader_version = kArtifactSchemaAttestation;
@@ -330,6 +334,10 @@ StatusOr<std::optional<ArtifactManifest>> Reattestation(Transport& to,
   m.chunks = l.chunks;
   m.entry_count = l.entry_count;
   m.fold_digest = l.fold_digest;
+  if (KVFOLD_MUTANT("reattest-memo-of-latest")) {
+    m.eviction_observed = l.eviction_observed;
+    m.eviction_cause = l.eviction_cause;
+  }
   return std::optional<ArtifactManifest>(std::move(m));
 }
 

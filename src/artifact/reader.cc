@@ -71,7 +71,8 @@ StatusOr<ArtifactManifest> ReadArtifactManifest(Transport& from, const std::stri
   // The chunks are the artifact's own, or those of the one it re-attests.
   const std::string owner = m.attests.empty() ? artifact_id : m.attests;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
-    bool inside = m.chunks[i].name.starts_with(owner + "/");
+    bool inside = m.chunks[i].name.starts_with(
+        KVFOLD_MUTANT("reader-owner-prefix-loose") ? owner : owner + "/");
     if (!m.attests.empty() && KVFOLD_MUTANT("reader-trust-attested-chunks")) inside = true;
     if (!inside || !ValidateObjectName(m.chunks[i].name).ok()) {
       return Status::Corruption(what + " lists chunk " + std::to_string(i) + " as \"" +
@@ -319,8 +320,10 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
   }
   // A kept re-attestation reads the chunks of the artifact it attests.
   for (const auto& m : all) {
+    const bool latest = *pointer && (*pointer)->artifact_id == m.artifact_id;
     if (keep.contains(m.artifact_id) && !m.attests.empty() &&
-        !KVFOLD_MUTANT("prune-drop-attested")) {
+        !KVFOLD_MUTANT("prune-drop-attested") &&
+        (latest || !KVFOLD_MUTANT("prune-attested-by-latest-only"))) {
       keep.insert(m.attests);
     }
   }
@@ -347,6 +350,9 @@ Status PruneArtifacts(Transport& at, const PruneOptions& options,
 VerifyOptions PruneTrustOfExporter(std::vector<std::string> trusted_key_files,
                                    const std::string& sign_key_file) {
   if (!sign_key_file.empty()) trusted_key_files.push_back(sign_key_file);
+  if (sign_key_file.empty() && KVFOLD_MUTANT("exporter-trust-needs-sign-key")) {
+    trusted_key_files.clear();
+  }
   VerifyOptions verify;
   verify.trusted_key_files = std::move(trusted_key_files);
   return verify;

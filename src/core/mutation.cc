@@ -100,7 +100,13 @@ constexpr const char* kKnown[] = {
     "floor-relist-floor-on-evicting",  // floor guard: the relist floor stands on an evicting bucket
     "reattest-never",        // export: an unchanged fold is exported in full, never re-attested
     "reattest-skip-digest",  // export: re-attests without comparing the fold digest
-    "reattest-untrusted",    // export: re-attests an artifact no key it trusts signed
+    "reattest-cursor-record-changed",  // export: a record at the latest cursor counts as changed
+    "reattest-skip-chunks-listed",     // export: re-attests an artifact without its chunks listed
+    "exporter-trust-needs-sign-key",   // export: trusted keys count only beside a signing key
+    "prune-attested-by-latest-only",   // prune: keeps what only the latest re-attestation names
+    "reattest-memo-of-latest",       // export: a re-attestation takes the attested artifact's memo
+    "reader-owner-prefix-loose",     // read: chunks under any id the owner's begins with
+    "reattest-untrusted",            // export: re-attests an artifact no key it trusts signed
     "reader-trust-attested-chunks",  // reader: a re-attestation may name any chunk
     "prune-drop-attested",           // prune: an artifact a kept re-attestation names is removed
     "export-trust-attested-chunks",  // export: a re-attestation whose chunks are gone stays latest
