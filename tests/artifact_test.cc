@@ -262,6 +262,27 @@ TEST_F(ArtifactTest, ASeededFoldKeepsTheAnchorMarkerTtlAndMemo) {
   }
 }
 
+// A key's deadline (per-message TTL) travels in its record, into a seeded
+// fold by either seed path and through a restore's merge.
+TEST_F(ArtifactTest, ASeededFoldKeepsEachKeysDeadline) {
+  FoldCommit ttl;
+  ttl.entries["a.0001"] = Entry{301, false, "expiring", 1'796'122'413'000'000'000};
+  ttl.cursor = 305;
+  ASSERT_TRUE(source_->Commit(ttl).ok());
+  Export();
+  TestDir dir;
+  auto rocks = OpenRocksFold(dir.path() + "/fold");
+  ASSERT_TRUE(rocks.ok()) << rocks.status().ToString();
+  std::unique_ptr<Fold> memory = NewMemoryFold();
+  for (Fold* fold : {memory.get(), rocks->get()}) {
+    ASSERT_TRUE(SeedFold(*fold, *to_, {}).ok());
+    Entry got;
+    ASSERT_TRUE(fold->Get("a.0001", &got).ok());
+    EXPECT_EQ(got.expires_ns, 1'796'122'413'000'000'000);
+    EXPECT_EQ(LiveEntries(*fold), LiveEntries(*source_));
+  }
+}
+
 TEST_F(ArtifactTest, TheEvictionMemoCarriesItsCauseIntoASeededFold) {
   FoldCommit memo;
   memo.eviction_observed = true;
@@ -1140,15 +1161,30 @@ TEST(ChunkCodecTest, RecordBytesIsWhatAppendRecordAdds) {
 TEST(ChunkCodecTest, RecordsRoundTripAndDamageIsCaught) {
   std::string raw;
   artifact::AppendRecord(&raw, "a", 1, "x");
-  artifact::AppendRecord(&raw, "b", 2, std::string(300, 'y'));
+  artifact::AppendRecord(&raw, "b", 2, std::string(300, 'y'), 1'700'000'000'123'456'789);
+  EXPECT_EQ(raw.size(),
+            artifact::RecordBytes("a", 1, "x") +
+                artifact::RecordBytes("b", 2, std::string(300, 'y'), 1'700'000'000'123'456'789));
   std::vector<std::string> keys;
-  ASSERT_TRUE(
-      artifact::ForEachRecord(raw, "c", [&](std::string_view k, uint64_t, std::string_view) {
-        keys.emplace_back(k);
-        return Status::OK();
-      }).ok());
+  std::vector<int64_t> deadlines;
+  ASSERT_TRUE(artifact::ForEachRecord(
+                  raw, "c",
+                  [&](std::string_view k, uint64_t, std::string_view, int64_t expires_ns) {
+                    keys.emplace_back(k);
+                    deadlines.push_back(expires_ns);
+                    return Status::OK();
+                  })
+                  .ok());
   EXPECT_EQ(keys, (std::vector<std::string>{"a", "b"}));
-  auto none = [](std::string_view, uint64_t, std::string_view) { return Status::OK(); };
+  EXPECT_EQ(deadlines, (std::vector<int64_t>{0, 1'700'000'000'123'456'789}));
+  // The deadline is ChunkRecord's field 4, as protobuf writes it.
+  wire::ChunkRecord pb;
+  pb.set_key("b");
+  pb.set_revision(2);
+  pb.set_value(std::string(300, 'y'));
+  pb.set_expires_ns(1'700'000'000'123'456'789);
+  EXPECT_NE(raw.find(pb.SerializeAsString()), std::string::npos);
+  auto none = [](std::string_view, uint64_t, std::string_view, int64_t) { return Status::OK(); };
   EXPECT_TRUE(artifact::ForEachRecord(raw.substr(0, raw.size() - 1), "c", none).IsCorruption());
   const std::string z = artifact::Compress(raw);
   EXPECT_EQ(*artifact::Decompress(z, raw.size(), "c"), raw);

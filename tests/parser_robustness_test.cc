@@ -211,11 +211,12 @@ TEST(ParserRobustnessTest, FuzzSeedsDecode) {
     ASSERT_TRUE(decompressed.ok()) << chunk << ": " << decompressed.status().ToString();
     EXPECT_EQ(*decompressed, raw) << chunk;
     int records = 0;
-    EXPECT_TRUE(
-        artifact::ForEachRecord(raw, "seed", [&](std::string_view, uint64_t, std::string_view) {
-          ++records;
-          return Status::OK();
-        }).ok());
+    EXPECT_TRUE(artifact::ForEachRecord(raw, "seed",
+                                        [&](std::string_view, uint64_t, std::string_view, int64_t) {
+                                          ++records;
+                                          return Status::OK();
+                                        })
+                    .ok());
     EXPECT_GT(records, 0) << chunk;
   }
   EXPECT_TRUE(artifact::DecodePointer(ReadCorpusFile("pointer", "golden-v1-latest"), "seed").ok());

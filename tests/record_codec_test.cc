@@ -23,6 +23,34 @@ TEST(RecordCodecTest, EntryLayoutIsStable) {
             std::string("\x01\x00\x00\x00\x00\x00\x00\x00\x01", 9));
 }
 
+// A deadline travels with a live entry (flags bit 1, after the revision);
+// a tombstone never carries one.
+TEST(RecordCodecTest, ADeadlineRoundTripsAfterTheRevision) {
+  const Entry e{0x0102, false, "ab", 0x0a0b0c0d0e0f1011};
+  EXPECT_EQ(EncodeEntry(e), std::string("\x02\x00\x00\x00\x00\x00\x00\x01\x02"
+                                        "\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11"
+                                        "ab",
+                                        19));
+  Entry out;
+  ASSERT_TRUE(DecodeEntry(EncodeEntry(e), &out).ok());
+  EXPECT_EQ(out, e);
+  EXPECT_EQ(EncodeEntry(Entry{1, true, "", 5}), EncodeEntry(Entry{1, true, ""}));
+  // Cut, zero, or beside a tombstone flag: corrupt.
+  EXPECT_TRUE(DecodeEntry(EncodeEntry(e).substr(0, 12), &out).IsCorruption());
+  EXPECT_TRUE(DecodeEntry(std::string("\x02"
+                                      "12345678"
+                                      "\0\0\0\0\0\0\0\0",
+                                      17),
+                          &out)
+                  .IsCorruption());
+  EXPECT_TRUE(DecodeEntry(std::string("\x03"
+                                      "12345678"
+                                      "12345678",
+                                      17),
+                          &out)
+                  .IsCorruption());
+}
+
 TEST(RecordCodecTest, BadRecordsAreCorruption) {
   Entry out;
   EXPECT_TRUE(DecodeEntry("short", &out).IsCorruption());

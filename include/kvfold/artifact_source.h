@@ -36,10 +36,11 @@ class ArtifactSource {
   // Reads chunk `index` of `manifest` with every check the format allows
   // (size, SHA-256, order after *previous_key, scope, revisions) and only
   // then calls fn for each entry, in key order; advances *previous_key.
-  virtual Status ReadChunk(const ArtifactManifest& manifest, size_t index,
-                           std::string* previous_key,
-                           const std::function<Status(std::string_view key, uint64_t revision,
-                                                      std::string_view value)>& fn) = 0;
+  // `expires_ns` is the entry's deadline, 0 for none (Entry::expires_ns).
+  virtual Status ReadChunk(
+      const ArtifactManifest& manifest, size_t index, std::string* previous_key,
+      const std::function<Status(std::string_view key, uint64_t revision, std::string_view value,
+                                 int64_t expires_ns)>& fn) = 0;
 };
 
 // An ArtifactSource over `from` (not owned; must outlive the result),

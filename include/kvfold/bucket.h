@@ -60,6 +60,9 @@ struct BucketMessage {
   // When the stream stored it, by the server's clock (nanoseconds since the
   // Unix epoch; 0 when unknown).
   int64_t time_ns = 0;
+  // When its per-message TTL (Nats-TTL) removes it: time_ns plus the TTL,
+  // by the server's clock; 0 when it has none (Entry::expires_ns).
+  int64_t expires_ns = 0;
 };
 
 // Where an ordered delivery starts.

@@ -22,6 +22,8 @@ enum class ChangeOrigin {
   kRelist,     // a key-listing diff deleted a key the bucket no longer lists
   kRestore,    // taken from an artifact, or deleted by a restore
   kReconcile,  // the periodic key-set diff deleted a key
+  kExpiry,     // the key's per-message TTL passed (Entry::expires_ns), on a
+               // bucket that writes no limit markers: deleted at its revision
 };
 std::string_view ChangeOriginName(ChangeOrigin origin);  // "live", "relist", ...
 
@@ -32,9 +34,13 @@ struct Change {
   Op op = Op::kPut;
   std::string_view value;  // empty for delete and purge
   // > previous_revision, except when a fold is rebuilt against a recreated
-  // stream (whose sequences start over).
+  // stream (whose sequences start over), and for an expiry (kExpiry), a
+  // delete at the revision that expired.
   uint64_t revision = 0;
   uint64_t previous_revision = 0;  // the key's last revision in the fold, 0 if none
+  // A put's deadline: when its per-message TTL (Nats-TTL) removes it, by the
+  // server's clock (ns since the Unix epoch); 0 for none (Entry::expires_ns).
+  int64_t expires_ns = 0;
   ChangeOrigin origin = ChangeOrigin::kLive;
 };
 

@@ -35,6 +35,10 @@ struct Entry {
   uint64_t revision = 0;  // stream sequence of the write that made this state
   bool deleted = false;   // a tombstone: the key was deleted or purged
   std::string value;      // empty for tombstones
+  // When the message's per-message TTL (its Nats-TTL header) removes it
+  // from the stream: its stored time plus the TTL, by the server's clock
+  // (nanoseconds since the Unix epoch). 0: no deadline. Live entries only.
+  int64_t expires_ns = 0;
 
   friend bool operator==(const Entry&, const Entry&) = default;
 };

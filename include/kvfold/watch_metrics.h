@@ -46,7 +46,7 @@ struct WatchStats {
   // Array sizes, one past each enum's last value: a value added at the
   // end grows them. REQUIRES of a new value: add it last.
   static constexpr size_t kOps = static_cast<size_t>(Op::kPurge) + 1;
-  static constexpr size_t kOrigins = static_cast<size_t>(ChangeOrigin::kReconcile) + 1;
+  static constexpr size_t kOrigins = static_cast<size_t>(ChangeOrigin::kExpiry) + 1;
   static constexpr size_t kResetCauses = static_cast<size_t>(ResetCause::kOther) + 1;
   static constexpr size_t kRepairKinds = static_cast<size_t>(RepairKind::kRefuse) + 1;
   static constexpr size_t kRepairOutcomes = static_cast<size_t>(RepairOutcome::kFailed) + 1;

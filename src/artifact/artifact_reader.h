@@ -12,8 +12,9 @@
 
 namespace kvfold::artifact {
 
-using RecordFn =
-    std::function<Status(std::string_view key, uint64_t revision, std::string_view value)>;
+// `expires_ns`: the entry's deadline, 0 for none (Entry::expires_ns).
+using RecordFn = std::function<Status(std::string_view key, uint64_t revision,
+                                      std::string_view value, int64_t expires_ns)>;
 
 // Fetches chunk `index` of `manifest` and checks its size, SHA-256, frame,
 // record order (strictly after *previous_key, which it then advances), key

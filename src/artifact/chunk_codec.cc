@@ -2,6 +2,8 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+
 #include "artifact.pb.h"
 #include "kvfold/artifact.h"
 #include "kvfold/scope.h"
@@ -29,11 +31,22 @@ Status CheckArtifactKey(std::string_view key, uint32_t min_reader_version) {
   return Status::OK();
 }
 
-uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value) {
-  // ChunkRecord in proto3 wire form: one tag byte per non-default field.
-  const uint64_t body = (key.empty() ? 0 : 1 + VarintBytes(key.size()) + key.size()) +
-                        (revision == 0 ? 0 : 1 + VarintBytes(revision)) +
-                        (value.empty() ? 0 : 1 + VarintBytes(value.size()) + value.size());
+namespace {
+
+// The ChunkRecord body's size: one tag byte per non-default field.
+uint64_t BodyBytes(std::string_view key, uint64_t revision, std::string_view value,
+                   int64_t expires_ns) {
+  return (key.empty() ? 0 : 1 + VarintBytes(key.size()) + key.size()) +
+         (revision == 0 ? 0 : 1 + VarintBytes(revision)) +
+         (value.empty() ? 0 : 1 + VarintBytes(value.size()) + value.size()) +
+         (expires_ns <= 0 ? 0 : 1 + VarintBytes(static_cast<uint64_t>(expires_ns)));
+}
+
+}  // namespace
+
+uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value,
+                     int64_t expires_ns) {
+  const uint64_t body = BodyBytes(key, revision, value, expires_ns);
   return VarintBytes(body) + body;
 }
 
@@ -52,13 +65,11 @@ void AppendVarint(std::string* out, uint64_t v) {
 // The ChunkRecord's proto3 wire bytes, written directly (the same bytes
 // SerializeAsString gives, without copying key and value into a message
 // first; the golden artifacts pin them).
-void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
-                  std::string_view value) {
-  const uint64_t total = RecordBytes(key, revision, value);
+void AppendRecord(std::string* raw, std::string_view key, uint64_t revision, std::string_view value,
+                  int64_t expires_ns) {
+  const uint64_t total = RecordBytes(key, revision, value, expires_ns);
   raw->reserve(raw->size() + total);
-  const uint64_t body = (key.empty() ? 0 : 1 + VarintBytes(key.size()) + key.size()) +
-                        (revision == 0 ? 0 : 1 + VarintBytes(revision)) +
-                        (value.empty() ? 0 : 1 + VarintBytes(value.size()) + value.size());
+  const uint64_t body = BodyBytes(key, revision, value, expires_ns);
   AppendVarint(raw, body);
   if (!key.empty()) {
     raw->push_back('\x0a');  // field 1, length-delimited
@@ -73,6 +84,10 @@ void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
     raw->push_back('\x1a');  // field 3, length-delimited
     AppendVarint(raw, value.size());
     raw->append(value);
+  }
+  if (expires_ns > 0) {
+    raw->push_back('\x20');  // field 4, varint
+    AppendVarint(raw, static_cast<uint64_t>(expires_ns));
   }
 }
 
@@ -101,10 +116,11 @@ bool ReadVarint(std::string_view in, size_t* pos, uint64_t* out, int max_bytes =
 // makes, with the last occurrence of a field winning and unknown fields (or
 // known ones with another wire type) skipped. Groups are refused.
 bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* revision,
-                      std::string_view* value) {
+                      std::string_view* value, int64_t* expires_ns) {
   *key = {};
   *revision = 0;
   *value = {};
+  if (expires_ns != nullptr) *expires_ns = 0;
   size_t pos = 0;
   while (pos < body.size()) {
     uint64_t tag = 0;
@@ -117,6 +133,8 @@ bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* re
         uint64_t v = 0;
         if (!ReadVarint(body, &pos, &v)) return false;
         if (field == 2) *revision = v;
+        // int64 on the wire: a negative value reads as no deadline.
+        if (field == 4 && expires_ns != nullptr) *expires_ns = static_cast<int64_t>(v);
         break;
       }
       case 2: {
@@ -147,7 +165,7 @@ bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* re
 
 Status ForEachRecord(
     std::string_view raw, const std::string& what,
-    const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) {
+    const std::function<Status(std::string_view, uint64_t, std::string_view, int64_t)>& fn) {
   uint64_t index = 0;
   while (!raw.empty()) {
     uint64_t n = 0;
@@ -168,10 +186,11 @@ Status ForEachRecord(
     }
     std::string_view key, value;
     uint64_t revision = 0;
-    if (!ParseChunkRecord(raw.substr(used, n), &key, &revision, &value)) {
+    int64_t expires_ns = 0;
+    if (!ParseChunkRecord(raw.substr(used, n), &key, &revision, &value, &expires_ns)) {
       return Status::Corruption(what + ": record " + std::to_string(index) + " does not decode");
     }
-    KVFOLD_RETURN_IF_ERROR(fn(key, revision, value));
+    KVFOLD_RETURN_IF_ERROR(fn(key, revision, value, std::max<int64_t>(expires_ns, 0)));
     raw.remove_prefix(used + n);
     ++index;
   }

@@ -31,21 +31,24 @@ inline constexpr uint64_t kMaxChunkStoredBytes = kMaxChunkRawBytes + (kMaxChunkR
 Status CheckArtifactKey(std::string_view key, uint32_t min_reader_version);
 
 // The bytes AppendRecord adds for this record (length prefix included).
-uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value);
+uint64_t RecordBytes(std::string_view key, uint64_t revision, std::string_view value,
+                     int64_t expires_ns = 0);
 
-void AppendRecord(std::string* raw, std::string_view key, uint64_t revision,
-                  std::string_view value);
+// `expires_ns` > 0: the entry's deadline (Entry::expires_ns, field 4).
+void AppendRecord(std::string* raw, std::string_view key, uint64_t revision, std::string_view value,
+                  int64_t expires_ns = 0);
 
 // Calls fn for each record of `raw` in order. Corruption when a record is
 // cut short or does not decode.
 // Reads one ChunkRecord body (no length prefix) in place: key and value
 // are views into `body`. False when the bytes do not decode.
 bool ParseChunkRecord(std::string_view body, std::string_view* key, uint64_t* revision,
-                      std::string_view* value);
+                      std::string_view* value, int64_t* expires_ns = nullptr);
 
+// `expires_ns`: the record's deadline, 0 for none.
 Status ForEachRecord(std::string_view raw, const std::string& what,
                      const std::function<Status(std::string_view key, uint64_t revision,
-                                                std::string_view value)>& fn);
+                                                std::string_view value, int64_t expires_ns)>& fn);
 
 std::string Compress(std::string_view raw);
 

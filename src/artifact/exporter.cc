@@ -144,7 +144,7 @@ Status ChunkWriter::Add(std::string_view key, const Entry& e) {
                               std::to_string(e.revision) + ", beyond the fold's cursor " +
                               std::to_string(m_.cursor));
   }
-  const uint64_t bytes = artifact::RecordBytes(key, e.revision, e.value);
+  const uint64_t bytes = artifact::RecordBytes(key, e.revision, e.value, e.expires_ns);
   if (bytes > artifact::kMaxChunkRawBytes) {
     return Status::InvalidArgument(
         "key \"" + std::string(key) + "\" holds a value of " + std::to_string(e.value.size()) +
@@ -156,7 +156,7 @@ Status ChunkWriter::Add(std::string_view key, const Entry& e) {
   if (current_.entry_count == 0) current_.first_key = key;
   current_.last_key = key;
   ++current_.entry_count;
-  artifact::AppendRecord(&raw_, key, e.revision, e.value);
+  artifact::AppendRecord(&raw_, key, e.revision, e.value, e.expires_ns);
   digest_.Add(key, e.revision);
   if (raw_.size() >= options_.chunk_raw_bytes) return Publish();
   return Status::OK();

@@ -175,7 +175,7 @@ Status ReadChunk(Transport& from, const ArtifactManifest& m, size_t index,
   uint64_t count = 0;
   std::string first, last = *previous_key;
   Status checked =
-      ForEachRecord(*raw, what, [&](std::string_view key, uint64_t rev, std::string_view) {
+      ForEachRecord(*raw, what, [&](std::string_view key, uint64_t rev, std::string_view, int64_t) {
         if (key <= last) {  // keys are never empty, so the first one passes
           return Status::Corruption(what + ": key \"" + std::string(key) + "\" is out of order");
         }
@@ -228,9 +228,10 @@ Status ReadAllChunks(Transport& from, const ArtifactManifest& m, const RecordFn&
   ArtifactProgress p;
   p.entries_total = m.entry_count;
   FoldDigest digest;
-  const RecordFn digested = [&](std::string_view key, uint64_t rev, std::string_view value) {
+  const RecordFn digested = [&](std::string_view key, uint64_t rev, std::string_view value,
+                                int64_t expires_ns) {
     digest.Add(key, rev);
-    return fn(key, rev, value);
+    return fn(key, rev, value, expires_ns);
   };
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     uint64_t stored = 0;
@@ -254,7 +255,7 @@ Status VerifyArtifact(Transport& from, const std::string& artifact_id, const Ver
   auto m = ReadArtifactManifest(from, artifact_id, options);
   if (!m.ok()) return m.status();
   return artifact::ReadAllChunks(
-      from, *m, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); },
+      from, *m, [](std::string_view, uint64_t, std::string_view, int64_t) { return Status::OK(); },
       progress);
 }
 

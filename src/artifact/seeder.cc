@@ -149,8 +149,9 @@ Status Seed::ApplyChunks(const ArtifactManifest& m) {
     Status write_error;
     Status read = artifact::ReadChunk(
         from_, m, i, &previous,
-        [&](std::string_view key, uint64_t rev, std::string_view value) {
-          commit.entries.emplace(std::string(key), Entry{rev, false, std::string(value)});
+        [&](std::string_view key, uint64_t rev, std::string_view value, int64_t expires_ns) {
+          commit.entries.emplace(std::string(key),
+                                 Entry{rev, false, std::string(value), expires_ns});
           if (commit.entries.size() < 8192) return Status::OK();
           write_error = CommitPart(m, &commit);
           return write_error;
@@ -175,8 +176,8 @@ Status Seed::ApplyChunks(const ArtifactManifest& m) {
 Status Seed::Load(const ArtifactManifest& m, FoldLoader& loader) {
   KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
       from_, m,
-      [&loader](std::string_view key, uint64_t rev, std::string_view value) {
-        return loader.Add(key, Entry{rev, false, std::string(value)});
+      [&loader](std::string_view key, uint64_t rev, std::string_view value, int64_t expires_ns) {
+        return loader.Add(key, Entry{rev, false, std::string(value), expires_ns});
       },
       options_.progress));
   // The discarded seed goes once this one verified whole. A kill between
@@ -239,8 +240,8 @@ StatusOr<ArtifactManifest> Seed::Run() {
   // Pass 1: everything verifies, or nothing is written.
   if (!KVFOLD_MUTANT("seed-skip-verify-pass")) {
     KVFOLD_RETURN_IF_ERROR(artifact::ReadAllChunks(
-        from_, *manifest, [](std::string_view, uint64_t, std::string_view) { return Status::OK(); },
-        {}));
+        from_, *manifest,
+        [](std::string_view, uint64_t, std::string_view, int64_t) { return Status::OK(); }, {}));
   }
   KVFOLD_RETURN_IF_ERROR(ApplyChunks(*manifest));
   if (std::exchange(clear_, false)) {

@@ -11,6 +11,7 @@ Status ReportChange(const ApplyHook* hook, WatchMetrics* metrics, ChangeOrigin o
     c.op = op;
     c.value = next.value;
     c.revision = next.revision;
+    c.expires_ns = next.expires_ns;
     c.previous_revision = previous ? previous->revision : 0;
     c.origin = origin;
     KVFOLD_RETURN_IF_ERROR((*hook)(c));

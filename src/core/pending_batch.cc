@@ -16,7 +16,10 @@ std::optional<Entry> FoldMessage(const BucketMessage& message,
   Entry next;
   next.revision = message.seq;
   next.deleted = message.op != Op::kPut;
-  if (!next.deleted) next.value = message.value;
+  if (!next.deleted) {
+    next.value = message.value;
+    next.expires_ns = message.expires_ns;
+  }
   return next;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/message_ttl.h"
 #include "core/mutation.h"
 #include "nats/kv_subjects.h"
 
@@ -282,6 +283,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::MessageEvent(natsMsg* msg) {
   ev.message.op = OpOfHeaders(Header(msg, "KV-Operation"), Header(msg, "Nats-Marker-Reason"));
   if (ev.message.op == Op::kPut) {
     ev.message.value.assign(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg)));
+    ev.message.expires_ns = core::MessageDeadlineNs(ack->time_ns, Header(msg, "Nats-TTL"));
   }
   return ev;
 }

@@ -19,9 +19,9 @@ class TransportArtifactSource final : public ArtifactSource {
     return artifact::ReadLatestManifest(from_, verify_);
   }
 
-  Status ReadChunk(
-      const ArtifactManifest& manifest, size_t index, std::string* previous_key,
-      const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) override {
+  Status ReadChunk(const ArtifactManifest& manifest, size_t index, std::string* previous_key,
+                   const std::function<Status(std::string_view, uint64_t, std::string_view,
+                                              int64_t)>& fn) override {
     uint64_t stored = 0;
     return artifact::ReadChunk(from_, manifest, index, previous_key, fn, &stored);
   }
@@ -54,9 +54,9 @@ class LocationArtifactSource final : public ArtifactSource {
     return inner_->Newest();
   }
 
-  Status ReadChunk(
-      const ArtifactManifest& m, size_t index, std::string* previous_key,
-      const std::function<Status(std::string_view, uint64_t, std::string_view)>& fn) override {
+  Status ReadChunk(const ArtifactManifest& m, size_t index, std::string* previous_key,
+                   const std::function<Status(std::string_view, uint64_t, std::string_view,
+                                              int64_t)>& fn) override {
     if (!inner_) return Status::FailedPrecondition("no artifact was read from " + location_);
     return inner_->ReadChunk(m, index, previous_key, fn);
   }

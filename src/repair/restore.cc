@@ -163,7 +163,7 @@ Status RestoreAttempt::VerifyPass() {
   }
   for (size_t i = 0; i < m_.chunks.size() && !KVFOLD_MUTANT("restore-skip-verify-pass"); ++i) {
     Status read = ctx_.artifacts->ReadChunk(
-        m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view) {
+        m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view, int64_t) {
           ++entries;
           digest.Add(key, rev);
           return find_fold_only_live(&key);
@@ -238,9 +238,10 @@ Status RestoreAttempt::MergePass(ChangeWriter& writer, FoldWalker& walker) {
     chunk.clear();
     // Re-read and re-checked: it may have been pruned or replaced since.
     KVFOLD_RETURN_IF_ERROR(ctx_.artifacts->ReadChunk(
-        m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view value) {
+        m_, i, &previous,
+        [&](std::string_view key, uint64_t rev, std::string_view value, int64_t expires_ns) {
           if (req_.scope.Contains(key) || KVFOLD_MUTANT("restore-ignore-artifact-scope")) {
-            chunk.emplace_back(std::string(key), Entry{rev, false, std::string(value)});
+            chunk.emplace_back(std::string(key), Entry{rev, false, std::string(value), expires_ns});
           }
           return Status::OK();
         }));

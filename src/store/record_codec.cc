@@ -1,5 +1,7 @@
 #include "store/record_codec.h"
 
+#include <cstdint>
+
 #include "core/count_change.h"
 
 namespace kvfold::store {
@@ -33,9 +35,11 @@ std::string MetaStoreKey(std::string_view name) {
 
 std::string EncodeEntry(const Entry& entry) {
   std::string out;
-  out.reserve(9 + entry.value.size());
-  out.push_back(entry.deleted ? 1 : 0);
+  const bool deadline = !entry.deleted && entry.expires_ns > 0;
+  out.reserve(17 + entry.value.size());
+  out.push_back(static_cast<char>((entry.deleted ? 1 : 0) | (deadline ? 2 : 0)));
   AppendU64(&out, entry.revision);
+  if (deadline) AppendU64(&out, static_cast<uint64_t>(entry.expires_ns));
   if (!entry.deleted) out.append(entry.value);
   return out;
 }
@@ -46,15 +50,25 @@ Status DecodeEntry(std::string_view bytes, Entry* out) {
                               " bytes, shorter than its 9-byte header");
   }
   const auto flags = static_cast<uint8_t>(bytes[0]);
-  if (flags > 1) {
+  if (flags > 2) {
     return Status::Corruption("fold entry record has unknown flags " + std::to_string(flags));
   }
-  out->deleted = flags == 1;
+  out->deleted = (flags & 1) != 0;
   out->revision = ReadU64(bytes.substr(1, 8));
   if (out->deleted && bytes.size() != 9) {
     return Status::Corruption("fold tombstone record carries a value");
   }
-  out->value.assign(bytes.substr(9));
+  size_t value_at = 9;
+  out->expires_ns = 0;
+  if ((flags & 2) != 0) {
+    const uint64_t deadline = bytes.size() >= 17 ? ReadU64(bytes.substr(9, 8)) : 0;
+    if (deadline == 0 || deadline > static_cast<uint64_t>(INT64_MAX)) {
+      return Status::Corruption("fold entry record has a cut or invalid deadline");
+    }
+    out->expires_ns = static_cast<int64_t>(deadline);
+    value_at = 17;
+  }
+  out->value.assign(bytes.substr(value_at));
   return Status::OK();
 }
 

@@ -21,8 +21,9 @@ inline constexpr char kMetaTag = 'm';
 std::string EntryStoreKey(std::string_view key);
 std::string MetaStoreKey(std::string_view name);
 
-// Entry record: one flags byte (bit 0: tombstone), the revision as 8 bytes
-// big-endian, then the value bytes.
+// Entry record: one flags byte (bit 0: tombstone, bit 1: a deadline
+// follows), the revision as 8 bytes big-endian, with bit 1 the deadline
+// (Entry::expires_ns) as 8 bytes big-endian, then the value bytes.
 std::string EncodeEntry(const Entry& entry);
 Status DecodeEntry(std::string_view bytes, Entry* out);
 

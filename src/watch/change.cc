@@ -12,6 +12,8 @@ std::string_view ChangeOriginName(ChangeOrigin origin) {
       return "restore";
     case ChangeOrigin::kReconcile:
       return "reconcile";
+    case ChangeOrigin::kExpiry:
+      return "expiry";
   }
   return "?";
 }

@@ -49,6 +49,7 @@ Status WatchLoop::Prepare() {
   fold_max_revision_ = meta->max_revision;
   fold_empty_ = meta->entries == 0 && meta->max_revision == 0;
   new_keys_through_ = 0;
+  deadlines_loaded_ = false;
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   if (opt_.metrics && meta->cursor) opt_.metrics->RecordCursor(*meta->cursor);
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
@@ -102,6 +103,7 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       fold_empty_ = false;
       new_keys_through_ = 0;
+      deadlines_loaded_ = false;  // a restore brings deadlines of its own
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         source_moved_ = false;
@@ -133,15 +135,19 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = marker_ttl_.Apply(state);
   pipeline_.set_marker_window(core::MarkerWindowNs(last_state_));
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
-  if (state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
+  const bool deadlines =
+      state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !KVFOLD_MUTANT("deadlines-ignored");
+  if (deadlines && !deadlines_apply_) deadlines_loaded_ = false;
+  deadlines_apply_ = deadlines;
+  if (deadlines && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
     Log(LogLevel::kWarning,
         "bucket " + source_.bucket() +
             " allows per-message TTL but writes no limit markers (subject_delete_marker_ttl "
-            "unset): a key whose TTL expires vanishes from the stream without a trace, so this "
-            "fold keeps its last value, and a write that expired while this fold was behind is "
-            "never seen; enable limit markers on the bucket (LimitMarkerTTL) for kvfold to fold "
-            "expiries");
+            "unset): an expiry vanishes from the stream without a trace, so this fold deletes "
+            "each key at its deadline (its message's time plus its Nats-TTL, by the server's "
+            "clock), but a TTL write that expired while this fold was behind is never seen; "
+            "enable limit markers on the bucket (LimitMarkerTTL), or run with --reconcile-every");
   }
   if (eviction_observed_) return;
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);

@@ -34,6 +34,7 @@
 #include "kvfold/watcher.h"
 #include "repair/repair_context.h"
 #include "watch/commit_pipeline.h"
+#include "watch/deadline_queue.h"
 #include "watch/floor_guard.h"
 #include "watch/server_clock.h"
 
@@ -103,6 +104,10 @@ class WatchLoop {
   // must run first.
   void CheckStart(const StreamState& state);
   Status Apply(const BucketMessage& message);
+  // Deletes the keys whose deadline (Entry::expires_ns) the server's clock
+  // has passed, where the bucket's expiries leave no trace (deadlines_apply_):
+  // each through the apply hook and the pending batch, like a delete.
+  Status ExpireDue();
   StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message, uint64_t sequential_from);
   // Reads fresh stream state and checks the floor: on success everything
   // received before the read is verified; otherwise repair_cause_ is set.
@@ -242,6 +247,13 @@ class WatchLoop {
   uint64_t new_keys_through_ = 0;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
+  // The bucket allows per-message TTL and writes no limit markers: an
+  // expiry leaves no trace, so the fold deletes a key at its deadline.
+  bool deadlines_apply_ = false;
+  // The fold's deadlines are in deadlines_ (read once per Prepare and per
+  // repair, when they apply); keys folded since are added as they come.
+  bool deadlines_loaded_ = false;
+  DeadlineQueue deadlines_;
   bool source_moved_ = false;  // since the backoff last turned
   // A ReadState came from a new server since Deliver opened the delivery
   // (which stays on the server left behind).

@@ -8,7 +8,7 @@ namespace kvfold {
 
 // The arrays of WatchStats are indexed by these enums.
 static_assert(static_cast<size_t>(Op::kPurge) + 1 == WatchStats::kOps);
-static_assert(static_cast<size_t>(ChangeOrigin::kReconcile) + 1 == WatchStats::kOrigins);
+static_assert(static_cast<size_t>(ChangeOrigin::kExpiry) + 1 == WatchStats::kOrigins);
 static_assert(static_cast<size_t>(ResetCause::kOther) + 1 == WatchStats::kResetCauses);
 static_assert(static_cast<size_t>(RepairKind::kRefuse) + 1 == WatchStats::kRepairKinds);
 static_assert(static_cast<size_t>(RepairOutcome::kFailed) + 1 == WatchStats::kRepairOutcomes);

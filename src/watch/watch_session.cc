@@ -87,6 +87,9 @@ Status WatchLoop::Session(SessionEnd* end) {
     pipeline_.pending().meta().stream_created = stream_created_;
   }
   AdvanceCursor();
+  // What expired while this fold was stopped goes first: a watch already
+  // caught up ends here.
+  KVFOLD_RETURN_IF_ERROR(ExpireDue());
   if (CaughtUp() || opt_.stop.stop_requested()) {
     *end = SessionEnd::kDone;
     return Status::OK();
@@ -169,6 +172,7 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
   probe_soon_ = true;
   Pace pace{clock_.Now(), opt_.idle_probe};
   while (true) {
+    KVFOLD_RETURN_IF_ERROR(ExpireDue());
     if (opt_.stop.stop_requested() || CaughtUp()) {
       *end = SessionEnd::kDone;
       return Status::OK();
@@ -349,6 +353,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       // advancing past it.
       KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kLive,
                                                 m.key, m.op, *next, current));
+      if (next->expires_ns > 0) deadlines_.Add(m.key, next->revision, next->expires_ns);
       pipeline_.pending().Put(m.key, std::move(*next), known_new);
     }
   }
@@ -364,6 +369,64 @@ Status WatchLoop::Apply(const BucketMessage& m) {
   head_hint_ = std::max(head_hint_, m.seq + m.pending);
   AdvanceCursor();
   if (was_idle) oldest_pending_ = clock_.Now();  // linger counts from the first pending change
+  return Status::OK();
+}
+
+Status WatchLoop::ExpireDue() {
+  if (deadlines_apply_ && !deadlines_loaded_) {
+    // Once per start and per repair: the fold's deadlines (keys folded
+    // since are added as they come; an item twice is harmless).
+    Status scanned =
+        fold_.Scan("", /*include_tombstones=*/false, [this](std::string_view key, const Entry& e) {
+          if (e.expires_ns > 0) deadlines_.Add(std::string(key), e.revision, e.expires_ns);
+          return true;
+        });
+    if (!scanned.ok()) return scanned.WithContext("reading the fold's deadlines");
+    deadlines_loaded_ = true;
+  }
+  // The fold (with what is pending) is the stream as of received's anchor:
+  // nothing after received was stored before it; or, when the last read
+  // found nothing stored after received, as of that read. Deadlines up to
+  // there are expiries of that same moment; a later one, applied before
+  // the delivery caught up, could delete a key a newer message (still to
+  // come) rewrote in time.
+  int64_t now = 0;
+  if (const auto& received = guard_.received()) {
+    now = guard_.received_anchor();
+    if (last_state_.last_seq <= *received) now = std::max(now, last_state_.server_time_ns);
+    if (KVFOLD_MUTANT("expire-by-server-clock")) now = ServerNow();
+  }
+  const auto next = deadlines_.Next();
+  if (now <= 0 || !next || *next > now) return Status::OK();
+  // Where limit markers announce expiries the markers delete: the items
+  // are only dropped.
+  std::vector<DeadlineQueue::Item> due = deadlines_.PopDue(now);
+  if (!deadlines_apply_) return Status::OK();
+  for (DeadlineQueue::Item& item : due) {
+    std::optional<Entry> current;
+    if (const Entry* p = pipeline_.Find(item.key)) {
+      current = *p;  // pending or in flight: the fold may not show it yet
+    } else {
+      Entry stored;
+      Status s = fold_.Get(item.key, &stored);
+      if (s.ok()) {
+        current = std::move(stored);
+      } else if (!s.IsNotFound()) {
+        return s.WithContext("reading key " + item.key + " from the fold");
+      }
+    }
+    // Rewritten or deleted since the item was added: not this deadline's.
+    if (!current || current->deleted ||
+        ((current->revision != item.revision || current->expires_ns != item.expires_ns) &&
+         !KVFOLD_MUTANT("expire-unchecked"))) {
+      continue;
+    }
+    const Entry gone{current->revision, true, "", 0};
+    KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kExpiry,
+                                              item.key, Op::kDelete, gone, current));
+    if (!PendingWork()) oldest_pending_ = clock_.Now();
+    pipeline_.pending().Put(item.key, gone);
+  }
   return Status::OK();
 }
 

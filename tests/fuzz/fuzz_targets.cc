@@ -38,7 +38,8 @@ void ChunkObject(std::string_view bytes) {
 
 void ChunkRecords(std::string_view bytes) {
   (void)artifact::ForEachRecord(
-      bytes, "fuzz", [](std::string_view, uint64_t, std::string_view) { return Status::OK(); });
+      bytes, "fuzz",
+      [](std::string_view, uint64_t, std::string_view, int64_t) { return Status::OK(); });
 }
 
 void Pointer(std::string_view bytes) { (void)artifact::DecodePointer(bytes, "fuzz"); }

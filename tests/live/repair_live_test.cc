@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "fold_view.h"
@@ -20,6 +22,7 @@ namespace kvfold::live {
 namespace {
 
 using std::chrono::milliseconds;
+using namespace std::chrono_literals;
 
 // A node: a fold, the view its apply hook keeps, and what it logged.
 struct Node {
@@ -77,7 +80,8 @@ class RepairLiveTest : public ::testing::Test {
       std::lock_guard lock(n.mu);
       ++n.by_origin[c.origin];
       if (c.op == Op::kPut) {
-        n.hook_view[std::string(c.key)] = Entry{c.revision, false, std::string(c.value)};
+        n.hook_view[std::string(c.key)] =
+            Entry{c.revision, false, std::string(c.value), c.expires_ns};
       } else {
         n.hook_view.erase(std::string(c.key));
       }
@@ -730,6 +734,92 @@ TEST_F(RepairLiveTest, VolumeLimitedTtlBucketRestoresFromAReattestedArtifact) {
   EXPECT_EQ(LiveEntries(*b->fold), LiveEntries(*a->fold));
   EXPECT_GT(b->by_origin[ChangeOrigin::kRestore], 0);
   ExpectHookEqualsFold(*b);
+}
+
+// Issue 30, item 4: per-message TTL without limit markers. An expiry
+// leaves nothing in the stream, so each key leaves the fold at its
+// deadline (its message's time plus its Nats-TTL): in a running mirror, and
+// in one restarted after the deadline. Keys with a later deadline, or none,
+// stay.
+TEST_F(RepairLiveTest, TtlKeysWithoutLimitMarkersLeaveTheFoldAtTheirDeadline) {
+  kv_.CreateBucket("nomark", {{"max_msgs_per_subject", 1}, {"allow_msg_ttl", true}});
+  if (!kv_.StreamInfo("nomark")["config"].value("allow_msg_ttl", false)) {
+    GTEST_SKIP() << "this server has no per-message TTL";
+  }
+  std::vector<std::string> short_keys, long_keys;
+  for (int i = 0; i < 20; ++i) kv_.Put("nomark", "plain" + std::to_string(i), "v");
+  for (int i = 0; i < 5; ++i) {
+    long_keys.push_back("long" + std::to_string(i));
+    kv_.PutWithTtl("nomark", long_keys.back(), "v", "1h");
+  }
+  const auto written = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    short_keys.push_back("short" + std::to_string(i));
+    kv_.PutWithTtl("nomark", short_keys.back(), "v", "2s");
+  }
+  auto restarted = NewNode("restarted");
+  ASSERT_TRUE(CatchUp("nomark", *restarted).ok());
+  ASSERT_EQ(LiveEntries(*restarted->fold).size(), 30u);
+
+  auto live = NewNode("live");
+  auto source = Source("nomark");
+  std::stop_source stop;
+  WatchOptions o = Options(*live);
+  o.stop = stop.get_token();
+  Status live_status;
+  std::thread mirror([&] { live_status = Watch(*source, *live->fold, o); });
+  struct Join {
+    std::stop_source& stop;
+    std::thread& thread;
+    ~Join() {
+      stop.request_stop();
+      if (thread.joinable()) thread.join();
+    }
+  } join{stop, mirror};
+  auto holds = [&](const std::string& key) {
+    Entry e;
+    return live->fold->Get(key, &e).ok() && !e.deleted;
+  };
+  while (!holds(short_keys.back()) && std::chrono::steady_clock::now() - written < 2s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(holds(short_keys.back())) << "the running mirror never folded the TTL keys";
+  while (std::any_of(short_keys.begin(), short_keys.end(), holds) &&
+         std::chrono::steady_clock::now() - written < 10s) {
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto gone = std::chrono::steady_clock::now() - written;
+  std::fprintf(stderr,
+               "figure: TTL keys without markers left the running fold %lld ms after "
+               "their write (TTL 2000 ms)\n",
+               static_cast<long long>(std::chrono::duration_cast<milliseconds>(gone).count()));
+  for (const auto& k : short_keys) {
+    EXPECT_FALSE(holds(k)) << k << " outlived its TTL in the running mirror";
+    // The server's own expiry may run a moment after the deadline.
+    for (int i = 0; i < 300 && kv_.StoredLast("nomark", k); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_FALSE(kv_.StoredLast("nomark", k)) << k << " is still stored";
+    kv_.RecordExpired("nomark", k);
+  }
+  for (const auto& k : long_keys) EXPECT_TRUE(holds(k)) << k;
+  {
+    std::lock_guard lock(live->mu);
+    EXPECT_EQ(live->by_origin[ChangeOrigin::kExpiry], 5);
+  }
+  stop.request_stop();
+  mirror.join();
+  ASSERT_TRUE(live_status.ok()) << live_status.ToString();
+  ExpectHookEqualsFold(*live);
+
+  // Stopped across the deadlines: the restart deletes them before it is
+  // caught up, with nothing new in the stream.
+  ASSERT_TRUE(CatchUp("nomark", *restarted).ok());
+  std::set<std::string> truth_keys, live_keys, restarted_keys;
+  for (const auto& [k, e] : kv_.Truth("nomark")) truth_keys.insert(k);
+  for (const auto& [k, e] : LiveEntries(*live->fold)) live_keys.insert(k);
+  for (const auto& [k, e] : LiveEntries(*restarted->fold)) restarted_keys.insert(k);
+  EXPECT_EQ(live_keys, truth_keys);
+  EXPECT_EQ(restarted_keys, truth_keys);
+  EXPECT_EQ(restarted->by_origin[ChangeOrigin::kExpiry], 5);
 }
 
 }  // namespace

@@ -87,12 +87,21 @@ Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = null
     const std::string key(c.key);
     ++n.by_origin[c.origin];
     auto last = n.last_revision.find(key);
-    if (last != n.last_revision.end() && c.revision <= last->second) {
+    if (c.origin == ChangeOrigin::kExpiry) {
+      // An expiry deletes the revision folded, once the bucket dropped it.
+      if (last == n.last_revision.end() || c.revision != last->second) {
+        n.violations.push_back("expiry of a revision never folded for " + key);
+      }
+      auto now = b.Truth(scope);
+      if (auto it = now.find(key); it != now.end() && it->second.revision == c.revision) {
+        n.violations.push_back("expiry of " + key + " while the bucket still holds it");
+      }
+    } else if (last != n.last_revision.end() && c.revision <= last->second) {
       n.violations.push_back("revision went backward for " + key);
     }
     n.last_revision[key] = c.revision;
     if (c.op == Op::kPut) {
-      n.hook_view[key] = Entry{c.revision, false, std::string(c.value)};
+      n.hook_view[key] = Entry{c.revision, false, std::string(c.value), c.expires_ns};
     } else {
       // No phantom delete: the truth as of the delete's revision must not
       // hold the key live.
@@ -1951,6 +1960,64 @@ TEST(RepairSimTest, ANewFoldOnAnUnmarkedAgeBucketWithANeverHeadIsRefusedWithoutA
   Status s = RunNode(t.b, n);
   ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_TRUE(LiveEntries(*n.fold).empty());
+}
+
+// Per-message TTL without limit markers (issue 30, item 4): an expiry
+// leaves no trace in the stream, so a key leaves the fold at its deadline
+// (its message's time plus its TTL), through the apply hook, by the fold's
+// own clock: the anchor of what it received.
+TEST(RepairSimTest, AKeyWhoseTtlPassedWithoutAMarkerLeavesTheFoldAtItsDeadline) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+  b.Put("keep", "1");
+  b.PutWithTtl("ttl", "v", std::chrono::seconds(5));
+  b.PutWithTtl("later", "v", std::chrono::seconds(60));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  ASSERT_EQ(LiveEntries(*n.fold).size(), 3u);
+  Entry ttl;
+  ASSERT_TRUE(n.fold->Get("ttl", &ttl).ok());
+  EXPECT_GT(ttl.expires_ns, 0);
+
+  b.AdvanceTime(std::chrono::seconds(10));  // "ttl" expires, silently
+  ASSERT_TRUE(b.Truth(Scope()).contains("later"));
+  ASSERT_FALSE(b.Truth(Scope()).contains("ttl"));
+  ASSERT_TRUE(RunNode(b, n).ok());  // a restart: nothing new in the stream
+  ExpectConverged(b, n);
+  EXPECT_FALSE(LiveEntries(*n.fold).contains("ttl"));
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
+  EXPECT_EQ(ChangesFrom(n, ChangeOrigin::kExpiry), 1u);
+
+  // Seeded from an artifact, a node knows the deadlines too.
+  Artifacts arts;
+  arts.Export(*n.fold);
+  b.AdvanceTime(std::chrono::seconds(60));  // "later" expires
+  Node seeded;
+  ASSERT_TRUE(SeedFold(*seeded.fold, arts.transport(), {}).ok());
+  ASSERT_TRUE(LiveEntries(*seeded.fold).contains("later"));
+  ASSERT_TRUE(RunNode(b, seeded).ok());
+  EXPECT_EQ(LiveEntries(*seeded.fold), b.Truth(Scope()));
+}
+
+// A deadline applies to the revision that carried it: a key rewritten
+// without a TTL before its deadline stays, also when the fold learns of
+// the rewrite only after the deadline passed (a restart behind it).
+TEST(RepairSimTest, AKeyRewrittenBeforeItsDeadlineStays) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  b.SetMessageTtl(std::chrono::milliseconds(0));
+  b.Put("keep", "1");
+  b.PutWithTtl("again", "short-lived", std::chrono::seconds(5));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.AdvanceTime(std::chrono::seconds(1));
+  b.Put("again", "kept");  // replaces the TTL message, no TTL of its own
+  b.AdvanceTime(std::chrono::seconds(10));
+  ASSERT_TRUE(RunNode(b, n).ok());
+  ExpectConverged(b, n);
+  EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
 }
 
 }  // namespace

@@ -292,12 +292,18 @@ class Harness {
         hook_stream_ = b.created();
       }
       auto last = hook_revision_.find(key);
-      if (last != hook_revision_.end() && c.revision <= last->second) {
+      if (c.origin == ChangeOrigin::kExpiry) {
+        // An expiry deletes the very revision the hook saw last.
+        if (last == hook_revision_.end() || c.revision != last->second) {
+          Diverge("hook: expiry of " + key + " at " + std::to_string(c.revision) +
+                  ", a revision it never saw last");
+        }
+      } else if (last != hook_revision_.end() && c.revision <= last->second) {
         Diverge("hook: revision of " + key + " went backward to " + std::to_string(c.revision));
       }
       hook_revision_[key] = c.revision;
       if (c.op == Op::kPut) {
-        hook_[key] = Entry{c.revision, false, std::string(c.value)};
+        hook_[key] = Entry{c.revision, false, std::string(c.value), c.expires_ns};
       } else {
         if (b.Truth(scope, c.revision).contains(key)) {
           Diverge("hook: phantom delete of " + key + " at " + std::to_string(c.revision));
@@ -846,6 +852,30 @@ std::vector<Scenario> Scenarios() {
                    WriteHistory(h.b, r, 1);
                    h.KeepUp();
                  }
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+               }});
+  // Per-message TTL without limit markers (issue 30, item 4): an expiry
+  // leaves no trace, so the node deletes each key at its deadline, while
+  // up and across restarts, and a key rewritten before its deadline stays.
+  s.push_back({"ttl-no-markers", [](Harness& h) {
+                 using std::chrono::seconds;
+                 h.UseServerClock();
+                 h.b.SetHistoryOne(true);
+                 h.b.SetMessageTtl(std::chrono::milliseconds(0));
+                 WriteHistory(h.b, 0, 3);
+                 for (int i = 0; i < 3; ++i) {
+                   h.b.PutWithTtl("a.t" + std::to_string(i), "t", seconds(10 * (i + 1)));
+                 }
+                 h.b.PutWithTtl("b.t", "t", seconds(5));
+                 h.KeepUpAndExport();
+                 h.Run(h.Options());
+                 h.b.AdvanceTime(seconds(15));  // a.t0 and b.t expire
+                 h.b.Put("a.t1", "rewritten");  // before its deadline, without a TTL
+                 WriteHistory(h.b, 3, 1);
+                 h.KeepUp();
+                 h.Run(h.Options());
+                 h.b.AdvanceTime(seconds(30));  // a.t2 expires
                  h.KeepUpAndExport();
                  h.Run(h.Options());
                }});

@@ -182,6 +182,9 @@ uint64_t SimBucket::PutWithTtl(const std::string& key, const std::string& value,
   const uint64_t seq = Append(key, Op::kPut, value);
   log_[seq - 1].expires_ns = log_[seq - 1].message.time_ns +
                              std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count();
+  // As a delivery reads it from the Nats-TTL header (whole seconds there).
+  log_[seq - 1].message.expires_ns = log_[seq - 1].expires_ns;
+  writes_.back().expires_ns = log_[seq - 1].expires_ns;
   return seq;
 }
 
@@ -198,12 +201,22 @@ void SimBucket::ExpireTtls() {
     Record& r = log_[i];
     if (!r.retained || r.expires_ns == 0 || r.expires_ns > now) continue;
     r.retained = false;
-    if (r.marker || marker_ttl_ns_ <= 0) continue;  // an expired marker leaves nothing
+    if (r.marker) continue;  // an expired marker leaves nothing
     bool later = false;
     for (size_t j = i + 1; j < log_.size() && !later; ++j) {
       later = log_[j].retained && log_[j].message.key == r.message.key;
     }
-    if (!later) emptied.emplace_back(r.expires_ns, r.message.key);
+    if (later) continue;
+    if (marker_ttl_ns_ <= 0) {
+      // No marker: the key leaves the truth at its revision, unannounced.
+      BucketMessage gone = r.message;
+      gone.op = Op::kDelete;
+      gone.value.clear();
+      gone.expires_ns = 0;
+      writes_.push_back(gone);
+      continue;
+    }
+    emptied.emplace_back(r.expires_ns, r.message.key);
   }
   std::sort(emptied.begin(), emptied.end());
   for (const auto& [when, key] : emptied) {
@@ -298,7 +311,8 @@ void SimBucket::ApplyTail(uint64_t cursor, const Scope& scope,
     if (!r.retained || m.seq <= cursor || !scope.Contains(m.key)) continue;
     auto it = entries->find(m.key);
     if (it != entries->end() && it->second.revision >= m.seq) continue;
-    (*entries)[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : ""};
+    (*entries)[m.key] = Entry{m.seq, m.op != Op::kPut, m.op == Op::kPut ? m.value : "",
+                              m.op == Op::kPut ? m.expires_ns : 0};
   }
   std::erase_if(*entries, [](const auto& kv) { return kv.second.deleted; });
 }
@@ -308,7 +322,7 @@ std::map<std::string, Entry> SimBucket::Truth(const Scope& scope, uint64_t throu
   for (const auto& w : writes_) {
     if (w.seq > through || !scope.Contains(w.key)) continue;
     if (w.op == Op::kPut) {
-      truth[w.key] = Entry{w.seq, false, w.value};
+      truth[w.key] = Entry{w.seq, false, w.value, w.expires_ns};
     } else {
       truth.erase(w.key);
     }
