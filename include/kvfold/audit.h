@@ -16,7 +16,9 @@
 // bucket with limit markers); kept where the bucket evicts and the key's
 // revision is below the first one retained; otherwise its change after C
 // is lost to the stream and it counts as in flight (the next mirror
-// repairs what the stream lost, as SPEC's repair policies say).
+// repairs what the stream lost, as SPEC's repair policies say). So does a
+// key whose per-message TTL deadline (Entry::expires_ns) the server's
+// clock has passed: the mirror deletes it then.
 //
 // Cost: one headers-only key listing (as relist), a point lookup in the
 // fold per listed key, a walk of the fold's keys, and one read of the

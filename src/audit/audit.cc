@@ -184,6 +184,12 @@ class Auditor {
     const bool evicted = !ClassifyRetention(state, meta_.eviction_observed).listing_is_truth &&
                          entry.revision < state.first_seq;
     if (evicted || KVFOLD_MUTANT("audit-no-message-is-kept")) return Verdict::kKept;
+    // Its per-message TTL passed (with no marker, an expiry leaves no
+    // message): a change after C, which the mirror folds at the deadline.
+    if (entry.expires_ns > 0 && state.server_time_ns >= entry.expires_ns &&
+        !KVFOLD_MUTANT("audit-judge-expired")) {
+      return Verdict::kLost;
+    }
     if (lost && !KVFOLD_MUTANT("audit-trust-lost-tail")) return Verdict::kLost;
     return Verdict::kPhantom;
   }

@@ -97,7 +97,8 @@ StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
     last.assign(k);
     ++seen;
     if (scope_.Contains(k)) {
-      page_.emplace_back(std::string(k), values_ ? e : Entry{e.revision, e.deleted, {}});
+      page_.emplace_back(std::string(k),
+                         values_ ? e : Entry{e.revision, e.deleted, {}, e.expires_ns});
     }
     return page_.size() < kPage && seen < 16 * kPage;
   });

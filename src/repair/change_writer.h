@@ -85,7 +85,7 @@ class ChangeWriter {
 class FoldWalker {
  public:
   // Without `values`, entries come with empty values (a pass that only
-  // needs keys, revisions and tombstone flags copies less).
+  // needs keys, revisions, tombstone flags and deadlines copies less).
   FoldWalker(Fold& fold, const Scope& scope, bool values = true)
       : fold_(fold), scope_(scope), values_(values) {}
   // The next entry, or nullptr at the end. Valid until Pop().
