@@ -100,11 +100,10 @@ constexpr const char* kKnown[] = {
     "floor-relist-floor-on-evicting",  // floor guard: the relist floor stands on an evicting bucket
     "deadlines-ignored",               // watch: a TTL without limit markers never deletes its key
     "expire-by-server-clock",  // watch: deadlines pass by the server's clock, not the fold's anchor
-    "expire-unchecked",
-    "audit-judge-expired",   // audit: a key past its TTL deadline counts as a phantom        //
-                             // watch: a due deadline deletes the key whatever rewrote it since
-    "reattest-never",        // export: an unchanged fold is exported in full, never re-attested
-    "reattest-skip-digest",  // export: re-attests without comparing the fold digest
+    "expire-unchecked",        // watch: a due deadline deletes the key whatever rewrote it since
+    "audit-judge-expired",     // audit: a key past its TTL deadline counts as a phantom
+    "reattest-never",          // export: an unchanged fold is exported in full, never re-attested
+    "reattest-skip-digest",    // export: re-attests without comparing the fold digest
     "reattest-cursor-record-changed",  // export: a record at the latest cursor counts as changed
     "reattest-skip-chunks-listed",     // export: re-attests an artifact without its chunks listed
     "exporter-trust-needs-sign-key",   // export: trusted keys count only beside a signing key
