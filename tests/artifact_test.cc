@@ -1184,6 +1184,23 @@ TEST(ChunkCodecTest, RecordsRoundTripAndDamageIsCaught) {
   pb.set_value(std::string(300, 'y'));
   pb.set_expires_ns(1'700'000'000'123'456'789);
   EXPECT_NE(raw.find(pb.SerializeAsString()), std::string::npos);
+  // A negative deadline (int64 on the wire, from some other writer) is no
+  // deadline: never a key that expired before the Unix epoch.
+  pb.set_expires_ns(-5);
+  const std::string body = pb.SerializeAsString();
+  ASSERT_LT(body.size(), 0x4000u);
+  std::string negative;
+  negative.push_back(static_cast<char>(0x80 | (body.size() & 0x7f)));
+  negative.push_back(static_cast<char>(body.size() >> 7));
+  negative += body;
+  std::vector<int64_t> read;
+  ASSERT_TRUE(artifact::ForEachRecord(negative, "c",
+                                      [&](std::string_view, uint64_t, std::string_view, int64_t e) {
+                                        read.push_back(e);
+                                        return Status::OK();
+                                      })
+                  .ok());
+  EXPECT_EQ(read, (std::vector<int64_t>{0}));
   auto none = [](std::string_view, uint64_t, std::string_view, int64_t) { return Status::OK(); };
   EXPECT_TRUE(artifact::ForEachRecord(raw.substr(0, raw.size() - 1), "c", none).IsCorruption());
   const std::string z = artifact::Compress(raw);

@@ -253,7 +253,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, FoldContractTest,
 // A format-1 fold (an older kvfold's: max_revision absent or not kept) is
 // read as it is, with max_revision unknown, and upgraded by its next writer
 // from one scan.
-TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
+TEST(RocksFoldTest, OlderFormatsAreUpgradedByTheirWriter) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
   {
@@ -272,7 +272,7 @@ TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
     std::string v;
     return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(name), &v).ok() ? v : "<none>";
   };
-  EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
   {
     // A format-1 fold whose max_revision a writer did not keep: stale.
     rocksdb::DB* raw = nullptr;
@@ -298,7 +298,44 @@ TEST(RocksFoldTest, Format1FoldIsUpgradedByItsWriter) {
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_EQ((*f)->ReadMeta()->max_revision, 11u);
   }
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
+  {
+    // A format-2 fold (records without deadlines): a reader changes
+    // nothing; a writer, which may write deadlines, marks it format 3 so
+    // that a build that knows only format 2 refuses it at open.
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-2").ok());
+  }
+  {
+    FoldOptions ro;
+    ro.read_only = true;
+    auto reader = OpenRocksFold(path, ro);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_EQ((*reader)->ReadMeta()->max_revision, 11u);
+  }
   EXPECT_EQ(read_raw("format"), "kvfold-fold-2");
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    Entry k;
+    ASSERT_TRUE((*f)->Get("k", &k).ok());
+    EXPECT_EQ(k, (Entry{7, false, "v"}));
+  }
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
+  {
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    ASSERT_TRUE(
+        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-9").ok());
+  }
+  auto unknown = OpenRocksFold(path);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("kvfold-fold-9"), std::string::npos)
+      << unknown.status().ToString();
 }
 
 // A loader's entries and its commit become visible together, in one step.

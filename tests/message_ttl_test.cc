@@ -20,6 +20,13 @@ TEST(MessageTtlTest, ReadsTheHeaderAsTheServerDoes) {
   EXPECT_EQ(ParseMessageTtlSeconds("2500ms"), 2);  // truncated to whole seconds
   EXPECT_EQ(ParseMessageTtlSeconds("1000ms"), 1);
   EXPECT_EQ(ParseMessageTtlSeconds("1h0m0.5s"), 3600);
+  // Every unit Go's time.ParseDuration knows, and its sign.
+  EXPECT_EQ(ParseMessageTtlSeconds("3000000us"), 3);
+  EXPECT_EQ(ParseMessageTtlSeconds("3000000\xC2\xB5s"), 3);  // U+00B5 micro sign
+  EXPECT_EQ(ParseMessageTtlSeconds("3000000\xCE\xBCs"), 3);  // U+03BC Greek mu
+  EXPECT_EQ(ParseMessageTtlSeconds("4000000000ns"), 4);
+  EXPECT_EQ(ParseMessageTtlSeconds("+5s"), 5);
+  EXPECT_EQ(ParseMessageTtlSeconds("2h"), 7200);
   // Refused by the server (so never stored): no deadline.
   EXPECT_EQ(ParseMessageTtlSeconds("500ms"), 0);  // under a second
   EXPECT_EQ(ParseMessageTtlSeconds("-5s"), 0);

@@ -29,6 +29,24 @@ TEST(FoldMessageTest, OlderOrEqualRevisionIsSkipped) {
   EXPECT_FALSE(FoldMessage(Msg(8, Op::kPut, "old"), tomb));
 }
 
+// A put keeps its message's deadline; a delete or a purge (a limit marker
+// too) carries a Nats-TTL of its own for the marker, never a deadline of
+// the key's: a tombstone has none.
+TEST(FoldMessageTest, OnlyAPutKeepsItsDeadline) {
+  BucketMessage put = Msg(3, Op::kPut, "x");
+  put.expires_ns = 1'000'000'000;
+  auto e = FoldMessage(put, std::nullopt);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*e, (Entry{3, false, "x", 1'000'000'000}));
+  for (Op op : {Op::kDelete, Op::kPurge}) {
+    BucketMessage gone = Msg(4, op, "");
+    gone.expires_ns = 2'000'000'000;
+    auto t = FoldMessage(gone, *e);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(*t, (Entry{4, true, "", 0}));
+  }
+}
+
 TEST(FoldMessageTest, DeleteAndPurgeMakeTombstones) {
   Entry cur{5, false, "v5"};
   auto d = FoldMessage(Msg(6, Op::kDelete, "ignored"), cur);

@@ -80,6 +80,7 @@ constexpr const char* kKnown[] = {
     "ready-caught-up-through-repair",  // readiness: caught_up survives a repair's start
     "ready-target-below-cursor",       // readiness: a head read below the cursor is caught up
     "fold-max-revision-stale",         // stores: a commit does not raise max_revision
+    "fold-keep-format-2",              // stores: a writer leaves a format-2 fold's marker
     "fold-cursor-own-write",           // rocks fold: the cursor is written before its entries
     "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
     "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
@@ -101,9 +102,10 @@ constexpr const char* kKnown[] = {
     "deadlines-ignored",               // watch: a TTL without limit markers never deletes its key
     "expire-by-server-clock",  // watch: deadlines pass by the server's clock, not the fold's anchor
     "expire-unchecked",        // watch: a due deadline deletes the key whatever rewrote it since
-    "audit-judge-expired",     // audit: a key past its TTL deadline counts as a phantom
-    "reattest-never",          // export: an unchanged fold is exported in full, never re-attested
-    "reattest-skip-digest",    // export: re-attests without comparing the fold digest
+    "expire-by-received-anchor",  // watch: deadlines pass by received's anchor (a relist moves it)
+    "audit-judge-expired",        // audit: a key past its TTL deadline counts as a phantom
+    "reattest-never",        // export: an unchanged fold is exported in full, never re-attested
+    "reattest-skip-digest",  // export: re-attests without comparing the fold digest
     "reattest-cursor-record-changed",  // export: a record at the latest cursor counts as changed
     "reattest-skip-chunks-listed",     // export: re-attests an artifact without its chunks listed
     "exporter-trust-needs-sign-key",   // export: trusted keys count only beside a signing key

@@ -46,6 +46,7 @@ class PendingBatch {
   // commit. Set only metadata fields: entries and cursor belong to Put and
   // AdvanceTo.
   FoldCommit& meta() { return pending_; }
+  const FoldCommit& meta() const { return pending_; }
 
   size_t changes() const { return pending_.entries.size(); }
   // The keys and values pending, in bytes: what the batch holds in memory,

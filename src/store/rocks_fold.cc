@@ -31,8 +31,11 @@ namespace fs = std::filesystem;
 constexpr std::string_view kFormatName = "format";
 // Format 2 adds max_revision, which every writer must keep: a build that
 // only knows format 1 refuses a format-2 fold rather than writing entries
-// above a max_revision it does not update.
-constexpr std::string_view kFormatValue = "kvfold-fold-2";
+// above a max_revision it does not update. Format 3 adds deadlines to
+// entry records (flags bit 1): a build that only knows format 2 refuses
+// such a fold at open instead of failing on the first record it reads.
+constexpr std::string_view kFormatValue = "kvfold-fold-3";
+constexpr std::string_view kFormatV2 = "kvfold-fold-2";
 constexpr std::string_view kFormatV1 = "kvfold-fold-1";
 constexpr std::string_view kCursorName = "cursor";
 constexpr std::string_view kBucketName = "bucket";
@@ -783,10 +786,22 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
     // Readers take it as it is (max_revision unknown); a writer upgrades it.
     if (!options.read_only) KVFOLD_RETURN_IF_ERROR(UpgradeFromFormat1(db.get(), path));
     format_v1 = options.read_only;
+  } else if (format == kFormatV2) {
+    // Its records hold no deadlines: readers take it as it is; a writer,
+    // which may write some, marks it format 3 first.
+    if (!options.read_only && !KVFOLD_MUTANT("fold-keep-format-2")) {
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      fs_status = db->Put(wo, store::MetaStoreKey(kFormatName), std::string(kFormatValue));
+      if (!fs_status.ok()) {
+        return FromRocks(fs_status, "upgrading fold " + path + " to " + std::string(kFormatValue));
+      }
+    }
   } else if (format != kFormatValue) {
     return Status::Corruption("fold " + path + " has format \"" + format +
-                              "\"; this build reads \"" + std::string(kFormatV1) + "\" and \"" +
-                              std::string(kFormatValue) + "\"");
+                              "\"; this build reads \"" + std::string(kFormatV1) + "\", \"" +
+                              std::string(kFormatV2) + "\" and \"" + std::string(kFormatValue) +
+                              "\"");
   }
   auto fold = std::make_unique<RocksFold>(std::move(db), path, options, std::move(secondary_dir),
                                           format_v1);

@@ -24,6 +24,18 @@ const Entry* CommitPipeline::Find(const std::string& key) const {
   return it == committer_.batch().entries.end() ? nullptr : &it->second;
 }
 
+void CommitPipeline::ForEachUncommitted(
+    const std::function<bool(std::string_view key, const Entry& entry)>& fn) const {
+  if (committer_.in_flight()) {
+    for (const auto& [key, entry] : committer_.batch().entries) {
+      if (!fn(key, entry)) return;
+    }
+  }
+  for (const auto& [key, entry] : pending_.meta().entries) {
+    if (!fn(key, entry)) return;
+  }
+}
+
 std::optional<uint64_t> CommitPipeline::Handed() const {
   if (committer_.in_flight() && committer_.batch().cursor) return committer_.batch().cursor;
   return committed_;

@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/commit_retry.h"
 #include "core/pending_batch.h"
@@ -66,6 +67,10 @@ class CommitPipeline {
   // The key's entry pending, else in flight (being written: the fold may
   // not show it yet); nullptr if neither.
   const Entry* Find(const std::string& key) const;
+  // Visits every entry not yet committed: the batch in flight's, then the
+  // pending batch's (a key in both twice, the newer last).
+  void ForEachUncommitted(
+      const std::function<bool(std::string_view key, const Entry& entry)>& fn) const;
   // A commit would change the fold.
   bool HasWork() const;
   // What is pending reached batch_size changes or batch_bytes bytes.

@@ -33,6 +33,7 @@ class DeadlineQueue {
   std::optional<int64_t> Next() const;
   // Removes and returns every item due at server time `now_ns`, soonest first.
   std::vector<Item> PopDue(int64_t now_ns);
+  void Clear() { heap_ = {}; }
   size_t size() const { return heap_.size(); }
 
  private:

@@ -49,7 +49,7 @@ Status WatchLoop::Prepare() {
   fold_max_revision_ = meta->max_revision;
   fold_empty_ = meta->entries == 0 && meta->max_revision == 0;
   new_keys_through_ = 0;
-  deadlines_loaded_ = false;
+  ForgetDeadlines();
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
   if (opt_.metrics && meta->cursor) opt_.metrics->RecordCursor(*meta->cursor);
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
@@ -103,7 +103,7 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       fold_empty_ = false;
       new_keys_through_ = 0;
-      deadlines_loaded_ = false;  // a restore brings deadlines of its own
+      ForgetDeadlines();  // a restore brings deadlines of its own
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         source_moved_ = false;
@@ -137,7 +137,8 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
   const bool deadlines =
       state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !KVFOLD_MUTANT("deadlines-ignored");
-  if (deadlines && !deadlines_apply_) deadlines_loaded_ = false;
+  // Where limit markers announce expiries the markers delete: no queue.
+  if (deadlines != deadlines_apply_) ForgetDeadlines();
   deadlines_apply_ = deadlines;
   if (deadlines && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
@@ -147,7 +148,12 @@ void WatchLoop::NoteRetention(const StreamState& state) {
             "unset): an expiry vanishes from the stream without a trace, so this fold deletes "
             "each key at its deadline (its message's time plus its Nats-TTL, by the server's "
             "clock), but a TTL write that expired while this fold was behind is never seen; "
-            "enable limit markers on the bucket (LimitMarkerTTL), or run with --reconcile-every");
+            "enable limit markers on the bucket (LimitMarkerTTL), or run with --reconcile-every" +
+            (state.history == 1
+                 ? std::string()
+                 : "; with history " + std::to_string(state.history) +
+                       " an expiry uncovers the key's previous message, which the bucket shows "
+                       "again and this fold, having deleted the key, does not"));
   }
   if (eviction_observed_) return;
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);

@@ -108,6 +108,9 @@ class WatchLoop {
   // has passed, where the bucket's expiries leave no trace (deadlines_apply_):
   // each through the apply hook and the pending batch, like a delete.
   Status ExpireDue();
+  // Drops the deadlines and the expiry clock: read again before the next
+  // expiry (after the fold was reopened or rewritten).
+  void ForgetDeadlines();
   StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message, uint64_t sequential_from);
   // Reads fresh stream state and checks the floor: on success everything
   // received before the read is verified; otherwise repair_cause_ is set.
@@ -250,10 +253,16 @@ class WatchLoop {
   // The bucket allows per-message TTL and writes no limit markers: an
   // expiry leaves no trace, so the fold deletes a key at its deadline.
   bool deadlines_apply_ = false;
-  // The fold's deadlines are in deadlines_ (read once per Prepare and per
-  // repair, when they apply); keys folded since are added as they come.
+  // The fold's deadlines are in deadlines_ (read from the fold and the
+  // uncommitted batches once per start, per repair and whenever they come
+  // to apply); keys folded since are added as they come.
   bool deadlines_loaded_ = false;
   DeadlineQueue deadlines_;
+  // The server time as of which the fold (with what is pending) is the
+  // stream, for deadlines: the stored time of the newest message received
+  // since the deadlines were loaded. Not received's anchor: a relist moves
+  // that to its listing without bringing the rewrites after received.
+  int64_t expiry_clock_ns_ = 0;
   bool source_moved_ = false;  // since the backoff last turned
   // A ReadState came from a new server since Deliver opened the delivery
   // (which stays on the server left behind).

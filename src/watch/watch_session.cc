@@ -325,6 +325,7 @@ StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t s
 Status WatchLoop::Apply(const BucketMessage& m) {
   // A re-created delivery may repeat what already arrived.
   if (guard_.AlreadyReceived(m.seq)) return Status::OK();
+  expiry_clock_ns_ = std::max(expiry_clock_ns_, m.time_ns);
   const bool was_idle = !PendingWork();
   if (opt_.scope.Contains(m.key)) {
     std::optional<Entry> current;
@@ -353,7 +354,9 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       // advancing past it.
       KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kLive,
                                                 m.key, m.op, *next, current));
-      if (next->expires_ns > 0) deadlines_.Add(m.key, next->revision, next->expires_ns);
+      if (next->expires_ns > 0 && deadlines_apply_) {
+        deadlines_.Add(m.key, next->revision, next->expires_ns);
+      }
       pipeline_.pending().Put(m.key, std::move(*next), known_new);
     }
   }
@@ -372,36 +375,43 @@ Status WatchLoop::Apply(const BucketMessage& m) {
   return Status::OK();
 }
 
+void WatchLoop::ForgetDeadlines() {
+  deadlines_.Clear();
+  deadlines_loaded_ = false;
+  expiry_clock_ns_ = 0;
+}
+
 Status WatchLoop::ExpireDue() {
-  if (deadlines_apply_ && !deadlines_loaded_) {
-    // Once per start and per repair: the fold's deadlines (keys folded
-    // since are added as they come; an item twice is harmless).
-    Status scanned =
-        fold_.Scan("", /*include_tombstones=*/false, [this](std::string_view key, const Entry& e) {
-          if (e.expires_ns > 0) deadlines_.Add(std::string(key), e.revision, e.expires_ns);
-          return true;
-        });
+  if (!deadlines_apply_) return Status::OK();
+  if (!deadlines_loaded_) {
+    // The fold's deadlines and those of the batches not yet committed (a
+    // reload while deadlines did not apply found none queued for them).
+    // Keys folded since are added as they come; an item twice is harmless.
+    const auto add = [this](std::string_view key, const Entry& e) {
+      if (!e.deleted && e.expires_ns > 0)
+        deadlines_.Add(std::string(key), e.revision, e.expires_ns);
+      return true;
+    };
+    Status scanned = fold_.Scan("", /*include_tombstones=*/false, add);
     if (!scanned.ok()) return scanned.WithContext("reading the fold's deadlines");
+    pipeline_.ForEachUncommitted(add);
     deadlines_loaded_ = true;
   }
-  // The fold (with what is pending) is the stream as of received's anchor:
-  // nothing after received was stored before it; or, when the last read
-  // found nothing stored after received, as of that read. Deadlines up to
-  // there are expiries of that same moment; a later one, applied before
-  // the delivery caught up, could delete a key a newer message (still to
-  // come) rewrote in time.
-  int64_t now = 0;
+  // The fold (with what is pending) is the stream as of the newest message
+  // received: nothing after it was stored before it; or, when the last
+  // read found nothing stored after received, as of that read. Deadlines
+  // up to there are expiries of that same moment; a later one, applied
+  // before the delivery caught up, could delete a key a newer message
+  // (still to come) rewrote in time.
+  int64_t now = expiry_clock_ns_;
+  if (KVFOLD_MUTANT("expire-by-received-anchor")) now = guard_.received_anchor();
   if (const auto& received = guard_.received()) {
-    now = guard_.received_anchor();
     if (last_state_.last_seq <= *received) now = std::max(now, last_state_.server_time_ns);
     if (KVFOLD_MUTANT("expire-by-server-clock")) now = ServerNow();
   }
   const auto next = deadlines_.Next();
   if (now <= 0 || !next || *next > now) return Status::OK();
-  // Where limit markers announce expiries the markers delete: the items
-  // are only dropped.
   std::vector<DeadlineQueue::Item> due = deadlines_.PopDue(now);
-  if (!deadlines_apply_) return Status::OK();
   for (DeadlineQueue::Item& item : due) {
     std::optional<Entry> current;
     if (const Entry* p = pipeline_.Find(item.key)) {

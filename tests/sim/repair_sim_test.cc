@@ -96,6 +96,9 @@ Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = null
       if (auto it = now.find(key); it != now.end() && it->second.revision == c.revision) {
         n.violations.push_back("expiry of " + key + " while the bucket still holds it");
       }
+      if (c.op != Op::kDelete || c.expires_ns != 0 || !c.value.empty()) {
+        n.violations.push_back("expiry of " + key + " is not a plain delete");
+      }
     } else if (last != n.last_revision.end() && c.revision <= last->second) {
       n.violations.push_back("revision went backward for " + key);
     }
@@ -1987,6 +1990,9 @@ TEST(RepairSimTest, AKeyWhoseTtlPassedWithoutAMarkerLeavesTheFoldAtItsDeadline) 
   ExpectConverged(b, n);
   EXPECT_FALSE(LiveEntries(*n.fold).contains("ttl"));
   EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
+  Entry gone;
+  ASSERT_TRUE(n.fold->Get("ttl", &gone).ok());
+  EXPECT_EQ(gone, (Entry{ttl.revision, true, "", 0})) << "a tombstone at the revision that expired";
   EXPECT_EQ(ChangesFrom(n, ChangeOrigin::kExpiry), 1u);
 
   // Seeded from an artifact, a node knows the deadlines too.
@@ -2018,6 +2024,106 @@ TEST(RepairSimTest, AKeyRewrittenBeforeItsDeadlineStays) {
   ExpectConverged(b, n);
   EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
   EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
+}
+
+// A relist re-anchors the fold at its listing but leaves the rewrites
+// after the cursor to the delivery: until they arrive, the fold holds a
+// key's old revision, whose deadline passed long before the listing. The
+// expiry clock moves only with what was received (or a read that found
+// nothing after it), so the old deadline never deletes a key the bucket
+// rewrote in time.
+TEST(RepairSimTest, ARelistNeverExpiresAKeyRewrittenBeforeItsDeadline) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+  b.Put("keep", "1");
+  b.PutWithTtl("again", "short-lived", std::chrono::seconds(5));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.AdvanceTime(std::chrono::seconds(1));
+  // A gap only a relist can close: the stream's first message is beyond
+  // the cursor's next.
+  b.Put("gone", "1");
+  b.PurgeMarker(b.Delete("gone"));
+  b.Put("again", "kept");  // before the deadline, no TTL of its own
+  b.Put("keep", "2");
+  b.AdvanceTime(std::chrono::seconds(10));
+  RelistCounter relists;
+  WatchOptions o = Fast();
+  relists.Arm(o);
+  ASSERT_TRUE(RunNode(b, n, o).ok());
+  ASSERT_EQ(relists.done, 1);
+  ExpectConverged(b, n);
+  EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
+}
+
+// Deadlines come to apply mid-run (the bucket's limit markers were turned
+// off) after a key with a TTL was folded while they did not: its deadline
+// is read then (from the fold, or the batch not yet committed).
+TEST(RepairSimTest, DeadlinesThatComeToApplyMidRunCoverKeysFoldedBefore) {
+  SimBucket b;
+  b.SetHistoryOne(true);
+  b.SetMessageTtl(std::chrono::seconds(1));  // limit markers, at first
+  b.Put("keep", "1");
+  b.PutWithTtl("ttl", "v", std::chrono::seconds(5));
+  Node n;
+  WatchOptions o = Fast();
+  o.linger = std::chrono::hours(1);  // nothing commits while the watch runs
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  bool flipped = false;
+  int reads_after = 0;
+  b.on_read_stream = [&] {
+    if (flipped && ++reads_after >= 20) stop.request_stop();
+    // The first read after the delivery was folded, not yet committed.
+    Entry committed;
+    if (flipped || !n.hook_view.contains("ttl") || n.fold->Get("ttl", &committed).ok()) return;
+    flipped = true;
+    b.SetMessageTtl(std::chrono::milliseconds(0));  // markers off
+    b.AdvanceTime(std::chrono::seconds(10));        // "ttl" expires, silently
+  };
+  ASSERT_TRUE(RunNode(b, n, o).ok());
+  b.on_read_stream = nullptr;
+  ASSERT_TRUE(flipped);
+  ASSERT_FALSE(b.Truth(Scope()).contains("ttl"));
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
+}
+
+// A restore brings each key's deadline with it (merged into a fold that
+// already holds keys), and the restored fold drops the key at it.
+TEST(RepairSimTest, ARestoredKeyKeepsItsDeadline) {
+  SimBucket b;
+  b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+  b.SetMaxMsgs(25);                               // evicts by volume: a restore
+  Artifacts arts;
+  Node a, nb;
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  b.PutWithTtl("ttl", "v", std::chrono::seconds(60));
+  for (int round = 1; round <= 4; ++round) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+    ASSERT_TRUE(RunNode(b, a).ok());  // A keeps up
+  }
+  arts.Export(*a.fold);
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  ASSERT_TRUE(RunNode(b, nb, o).ok());
+  ASSERT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kDone), 1u);
+  Entry restored, exported;
+  ASSERT_TRUE(nb.fold->Get("ttl", &restored).ok());
+  ASSERT_TRUE(a.fold->Get("ttl", &exported).ok());
+  EXPECT_GT(exported.expires_ns, 0);
+  EXPECT_EQ(restored, exported);
+
+  b.AdvanceTime(std::chrono::seconds(120));  // "ttl" expires, silently
+  ASSERT_FALSE(b.Truth(Scope()).contains("ttl"));
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  ExpectConverged(b, nb);
+  EXPECT_EQ(nb.by_origin[ChangeOrigin::kExpiry], 1);
 }
 
 }  // namespace

@@ -199,12 +199,19 @@ void SimBucket::ExpireTtls() {
   std::vector<std::pair<int64_t, std::string>> emptied;  // (when, key)
   for (size_t i = 0; i < log_.size(); ++i) {
     Record& r = log_[i];
-    if (!r.retained || r.expires_ns == 0 || r.expires_ns > now) continue;
+    if (r.expired || r.expires_ns == 0 || r.expires_ns > now) continue;
+    r.expired = true;
+    const bool evicted = !r.retained;
     r.retained = false;
     if (r.marker) continue;  // an expired marker leaves nothing
+    // An evicted message's key is still live in the truth (an eviction is
+    // no delete) until a later write or its TTL. Where markers announce
+    // expiries the server writes none for a message it no longer holds,
+    // and the truth keeps the key (what a fold can know).
+    if (evicted && marker_ttl_ns_ > 0) continue;
     bool later = false;
     for (size_t j = i + 1; j < log_.size() && !later; ++j) {
-      later = log_[j].retained && log_[j].message.key == r.message.key;
+      later = (evicted || log_[j].retained) && log_[j].message.key == r.message.key;
     }
     if (later) continue;
     if (marker_ttl_ns_ <= 0) {

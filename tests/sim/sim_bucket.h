@@ -184,6 +184,7 @@ class SimBucket final : public BucketSource {
     int64_t expires_ns = 0;  // per-message TTL: removed at this time; 0 never
     bool marker = false;     // a limit marker
     bool never = false;      // Nats-TTL: never (exempt from max_age)
+    bool expired = false;    // its TTL passed (whether retained then or evicted before)
   };
   const std::vector<Record>& log() const { return log_; }
   bool server_filters() const { return server_filters_; }
