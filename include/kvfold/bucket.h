@@ -142,9 +142,11 @@ class BucketSource {
   virtual StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
                                                                  uint64_t from_seq) = 0;
 
-  // The key's latest retained message, headers only (no value), or nullopt
-  // when the stream holds none. A repair asks this before deleting a key a
-  // listing did not name: a key rewritten while the listing ran is live.
+  // The key's latest retained message (its operation, stored time, and for
+  // a put its value and deadline), or nullopt when the stream holds none.
+  // A repair asks this before deleting a key a listing did not name (a key
+  // rewritten while the listing ran is live); a watch asks it when an
+  // expiry may have uncovered the key's previous message (history > 1).
   virtual StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) = 0;
 
   // Calls fn(key, revision) for every key in `scope` whose latest message is

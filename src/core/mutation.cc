@@ -102,6 +102,12 @@ constexpr const char* kKnown[] = {
     "deadlines-ignored",               // watch: a TTL without limit markers never deletes its key
     "expire-by-server-clock",  // watch: deadlines pass by the server's clock, not the fold's anchor
     "expire-unchecked",        // watch: a due deadline deletes the key whatever rewrote it since
+    "expire-assume-history-one",  // watch: an expiry deletes the key, never uncovers an older
+                                  // message
+    "expire-no-recheck",   // watch: a key the server still holds at its deadline is never looked at
+                           // again
+    "expire-drop-unread",  // watch: keys whose read at their deadline failed are never looked at
+                           // again
     "expire-by-received-anchor",  // watch: deadlines pass by received's anchor (a relist moves it)
     "audit-judge-expired",        // audit: a key past its TTL deadline counts as a phantom
     "reattest-never",        // export: an unchanged fold is exported in full, never re-attested

@@ -7,6 +7,7 @@
 #include "core/base64.h"
 #include "core/json_fields.h"
 #include "core/marker_window.h"
+#include "core/message_ttl.h"
 #include "core/mutation.h"
 #include "kvfold/connection.h"
 #include "nats/kv_subjects.h"
@@ -123,7 +124,7 @@ class NatsBucket final : public BucketSource {
     m.key = key;
     m.seq = msg["seq"].get<uint64_t>();
     // Headers come as base64 of an HTTP-like block: find the operation.
-    std::string kv_op, marker;
+    std::string kv_op, marker, ttl;
     if (msg.contains("hdrs") && msg["hdrs"].is_string()) {
       auto raw = core::Base64Decode(msg["hdrs"].get<std::string>());
       if (!raw) return Status::Corruption("headers of key " + key + " are not base64");
@@ -138,8 +139,20 @@ class NatsBucket final : public BucketSource {
       };
       kv_op = header("KV-Operation");
       if (!KVFOLD_MUTANT("last-of-key-ignore-marker")) marker = header("Nats-Marker-Reason");
+      ttl = header("Nats-TTL");
     }
     m.op = nats::OpOfHeaders(kv_op, marker);
+    if (msg.contains("time") && msg["time"].is_string()) {
+      m.time_ns = core::ParseApiTimeNs(msg["time"].get<std::string>()).value_or(0);
+    }
+    if (m.op == Op::kPut) {
+      if (msg.contains("data") && msg["data"].is_string()) {
+        auto data = core::Base64Decode(msg["data"].get<std::string>());
+        if (!data) return Status::Corruption("the value of key " + key + " is not base64");
+        m.value = std::move(*data);
+      }
+      m.expires_ns = core::MessageDeadlineNs(m.time_ns, ttl);
+    }
     return std::optional<BucketMessage>(std::move(m));
   }
 

@@ -23,13 +23,15 @@ namespace kvfold {
 class DeadlineQueue {
  public:
   struct Item {
-    int64_t expires_ns = 0;
-    uint64_t revision = 0;  // of the entry that carries the deadline
+    int64_t due_ns = 0;      // when to look at it: its deadline, or a later look
+    int64_t expires_ns = 0;  // the entry's deadline
+    uint64_t revision = 0;   // of the entry that carries the deadline
     std::string key;
   };
 
-  void Add(std::string key, uint64_t revision, int64_t expires_ns);
-  // The soonest deadline; none when empty.
+  // Due at the deadline, or at `due_ns` when later (a look again).
+  void Add(std::string key, uint64_t revision, int64_t expires_ns, int64_t due_ns = 0);
+  // The soonest due time; none when empty.
   std::optional<int64_t> Next() const;
   // Removes and returns every item due at server time `now_ns`, soonest first.
   std::vector<Item> PopDue(int64_t now_ns);
@@ -38,7 +40,7 @@ class DeadlineQueue {
 
  private:
   struct Later {
-    bool operator()(const Item& a, const Item& b) const { return a.expires_ns > b.expires_ns; }
+    bool operator()(const Item& a, const Item& b) const { return a.due_ns > b.due_ns; }
   };
   std::priority_queue<Item, std::vector<Item>, Later> heap_;
 };

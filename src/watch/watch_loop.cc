@@ -135,25 +135,22 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = marker_ttl_.Apply(state);
   pipeline_.set_marker_window(core::MarkerWindowNs(last_state_));
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
-  const bool deadlines =
-      state.allow_msg_ttl && state.marker_ttl_ns <= 0 && !KVFOLD_MUTANT("deadlines-ignored");
-  // Where limit markers announce expiries the markers delete: no queue.
+  const bool deadlines = state.allow_msg_ttl && (state.marker_ttl_ns <= 0 || state.history != 1) &&
+                         !KVFOLD_MUTANT("deadlines-ignored");
+  // Where limit markers announce every expiry (history 1): no queue.
   if (deadlines != deadlines_apply_) ForgetDeadlines();
   deadlines_apply_ = deadlines;
-  if (deadlines && !warned_ttl_without_markers_) {
+  markers_written_ = state.marker_ttl_ns > 0;
+  if (deadlines && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
     Log(LogLevel::kWarning,
         "bucket " + source_.bucket() +
             " allows per-message TTL but writes no limit markers (subject_delete_marker_ttl "
             "unset): an expiry vanishes from the stream without a trace, so this fold deletes "
             "each key at its deadline (its message's time plus its Nats-TTL, by the server's "
-            "clock), but a TTL write that expired while this fold was behind is never seen; "
-            "enable limit markers on the bucket (LimitMarkerTTL), or run with --reconcile-every" +
-            (state.history == 1
-                 ? std::string()
-                 : "; with history " + std::to_string(state.history) +
-                       " an expiry uncovers the key's previous message, which the bucket shows "
-                       "again and this fold, having deleted the key, does not"));
+            "clock; with history, back to its previous message), but a TTL write that expired "
+            "while this fold was behind is never seen; "
+            "enable limit markers on the bucket (LimitMarkerTTL), or run with --reconcile-every");
   }
   if (eviction_observed_) return;
   const Retention seen = ClassifyRetention(state, /*eviction_observed=*/true);

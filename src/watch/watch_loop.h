@@ -104,13 +104,18 @@ class WatchLoop {
   // must run first.
   void CheckStart(const StreamState& state);
   Status Apply(const BucketMessage& message);
-  // Deletes the keys whose deadline (Entry::expires_ns) the server's clock
-  // has passed, where the bucket's expiries leave no trace (deadlines_apply_):
-  // each through the apply hook and the pending batch, like a delete.
-  Status ExpireDue();
+  // Folds the expiry of each key whose deadline (Entry::expires_ns) the
+  // fold's expiry clock has passed, where no limit marker may say so
+  // (deadlines_apply_): a delete, or with history > 1 the key's previous
+  // message, each through the apply hook and the pending batch.
+  // When the stream's store could not be asked, the items stay queued and
+  // *keep is false: the session ends.
+  Status ExpireDue(bool* keep);
   // Drops the deadlines and the expiry clock: read again before the next
   // expiry (after the fold was reopened or rewritten).
   void ForgetDeadlines();
+  // The key's entry, pending or in flight or folded; nullopt when none.
+  Status CurrentEntry(const std::string& key, std::optional<Entry>* current);
   StatusOr<bool> SkippedBeforeRollup(const BucketMessage& message, uint64_t sequential_from);
   // Reads fresh stream state and checks the floor: on success everything
   // received before the read is verified; otherwise repair_cause_ is set.
@@ -250,9 +255,13 @@ class WatchLoop {
   uint64_t new_keys_through_ = 0;
   ServerClock server_clock_;
   bool warned_ttl_without_markers_ = false;
-  // The bucket allows per-message TTL and writes no limit markers: an
-  // expiry leaves no trace, so the fold deletes a key at its deadline.
+  // The bucket allows per-message TTL and writes no limit markers, or
+  // keeps history (markers only announce a key's last message): an expiry
+  // may leave no trace, so the fold looks at a key at its deadline.
   bool deadlines_apply_ = false;
+  // The bucket writes limit markers now (its own setting, not the TTL the
+  // window is measured with, which may lag a change).
+  bool markers_written_ = false;
   // The fold's deadlines are in deadlines_ (read from the fold and the
   // uncommitted batches once per start, per repair and whenever they come
   // to apply); keys folded since are added as they come.

@@ -14,6 +14,13 @@
 #include "watch/watch_loop.h"
 
 namespace kvfold {
+namespace {
+
+// How long after a deadline the server may still hold the message: a key
+// found unexpired is looked at again this much later (server time).
+constexpr int64_t kExpiryRecheckNs = 1'000'000'000;
+
+}  // namespace
 
 using std::chrono::milliseconds;
 
@@ -89,7 +96,9 @@ Status WatchLoop::Session(SessionEnd* end) {
   AdvanceCursor();
   // What expired while this fold was stopped goes first: a watch already
   // caught up ends here.
-  KVFOLD_RETURN_IF_ERROR(ExpireDue());
+  bool keep = true;
+  KVFOLD_RETURN_IF_ERROR(ExpireDue(&keep));
+  if (!keep) return Status::OK();
   if (CaughtUp() || opt_.stop.stop_requested()) {
     *end = SessionEnd::kDone;
     return Status::OK();
@@ -172,7 +181,9 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
   probe_soon_ = true;
   Pace pace{clock_.Now(), opt_.idle_probe};
   while (true) {
-    KVFOLD_RETURN_IF_ERROR(ExpireDue());
+    bool expired_keep = true;
+    KVFOLD_RETURN_IF_ERROR(ExpireDue(&expired_keep));
+    if (!expired_keep) return Status::OK();
     if (opt_.stop.stop_requested() || CaughtUp()) {
       *end = SessionEnd::kDone;
       return Status::OK();
@@ -336,18 +347,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
     const bool must_read =
         !known_new &&
         (opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read")));
-    if (!must_read) {
-    } else if (const Entry* p = pipeline_.Find(m.key)) {
-      current = *p;  // pending or in flight: the fold may not show it yet
-    } else {
-      Entry stored;
-      Status s = fold_.Get(m.key, &stored);
-      if (s.ok()) {
-        current = std::move(stored);
-      } else if (!s.IsNotFound()) {
-        return s.WithContext("reading key " + m.key + " from the fold");
-      }
-    }
+    if (must_read) KVFOLD_RETURN_IF_ERROR(CurrentEntry(m.key, &current));
     std::optional<Entry> next = core::FoldMessage(m, current);
     if (next) {
       // The cursor must not cover a change the hook refused: stop before
@@ -381,7 +381,7 @@ void WatchLoop::ForgetDeadlines() {
   expiry_clock_ns_ = 0;
 }
 
-Status WatchLoop::ExpireDue() {
+Status WatchLoop::ExpireDue(bool* keep) {
   if (!deadlines_apply_) return Status::OK();
   if (!deadlines_loaded_) {
     // The fold's deadlines and those of the batches not yet committed (a
@@ -412,30 +412,80 @@ Status WatchLoop::ExpireDue() {
   const auto next = deadlines_.Next();
   if (now <= 0 || !next || *next > now) return Status::OK();
   std::vector<DeadlineQueue::Item> due = deadlines_.PopDue(now);
-  for (DeadlineQueue::Item& item : due) {
+  // Where markers announce an expiry, they do so only for a key's last
+  // message (nats-server writes one when nothing else of the subject
+  // remains); with history > 1 an expiry may instead uncover the key's
+  // previous message, which only the stream's store can tell.
+  const bool markers = markers_written_;
+  const bool history_one = last_state_.history == 1 || KVFOLD_MUTANT("expire-assume-history-one");
+  for (size_t i = 0; i < due.size(); ++i) {
+    const DeadlineQueue::Item& item = due[i];
     std::optional<Entry> current;
-    if (const Entry* p = pipeline_.Find(item.key)) {
-      current = *p;  // pending or in flight: the fold may not show it yet
-    } else {
-      Entry stored;
-      Status s = fold_.Get(item.key, &stored);
-      if (s.ok()) {
-        current = std::move(stored);
-      } else if (!s.IsNotFound()) {
-        return s.WithContext("reading key " + item.key + " from the fold");
-      }
-    }
+    KVFOLD_RETURN_IF_ERROR(CurrentEntry(item.key, &current));
     // Rewritten or deleted since the item was added: not this deadline's.
     if (!current || current->deleted ||
         ((current->revision != item.revision || current->expires_ns != item.expires_ns) &&
          !KVFOLD_MUTANT("expire-unchecked"))) {
       continue;
     }
-    const Entry gone{current->revision, true, "", 0};
+    Op op = Op::kDelete;
+    Entry next{current->revision, true, "", 0};
+    if (!history_one) {
+      auto last = source_.LastOfKey(item.key);
+      if (!last.ok()) {
+        // Looked at again once the session is back (a new one reloads).
+        for (size_t j = i; j < due.size() && !KVFOLD_MUTANT("expire-drop-unread"); ++j) {
+          deadlines_.Add(due[j].key, due[j].revision, due[j].expires_ns);
+        }
+        if (!last.status().IsUnavailable()) {
+          return last.status().WithContext("reading key " + item.key + " at its deadline");
+        }
+        Log(LogLevel::kWarning,
+            "reading key " + item.key + " at its deadline: " + last.status().message());
+        *keep = false;
+        return Status::OK();
+      }
+      if (*last && (*last)->seq == item.revision) {
+        // The server has not removed it yet: look again in a second.
+        if (!KVFOLD_MUTANT("expire-no-recheck")) {
+          deadlines_.Add(item.key, item.revision, item.expires_ns, now + kExpiryRecheckNs);
+        }
+        continue;
+      }
+      // A newer message is on its way through the delivery; a marker's
+      // delete is, or the window's checks see that it went missing.
+      if (*last && (*last)->seq > item.revision) continue;
+      if (!*last && markers) continue;
+      if (*last) {
+        // The previous message again: a put (with its own deadline) or a delete.
+        op = (*last)->op;
+        next = *core::FoldMessage(**last, std::nullopt);
+      }
+    } else if (markers) {
+      continue;  // the marker deletes it
+    }
     KVFOLD_RETURN_IF_ERROR(core::ReportChange(&opt_.apply, opt_.metrics, ChangeOrigin::kExpiry,
-                                              item.key, Op::kDelete, gone, current));
+                                              item.key, op, next, current));
+    if (!next.deleted && next.expires_ns > 0) {
+      deadlines_.Add(item.key, next.revision, next.expires_ns);
+    }
     if (!PendingWork()) oldest_pending_ = clock_.Now();
-    pipeline_.pending().Put(item.key, gone);
+    pipeline_.pending().Put(item.key, std::move(next));
+  }
+  return Status::OK();
+}
+
+Status WatchLoop::CurrentEntry(const std::string& key, std::optional<Entry>* current) {
+  if (const Entry* p = pipeline_.Find(key)) {
+    *current = *p;  // pending or in flight: the fold may not show it yet
+    return Status::OK();
+  }
+  Entry stored;
+  Status s = fold_.Get(key, &stored);
+  if (s.ok()) {
+    *current = std::move(stored);
+  } else if (!s.IsNotFound()) {
+    return s.WithContext("reading key " + key + " from the fold");
   }
   return Status::OK();
 }

@@ -830,5 +830,62 @@ TEST_F(RepairLiveTest, TtlKeysWithoutLimitMarkersLeaveTheFoldAtTheirDeadline) {
   EXPECT_EQ(restarted->by_origin[ChangeOrigin::kExpiry], 5);
 }
 
+// With history, a TTL's expiry uncovers the key's previous message, and
+// nats-server writes a limit marker only for a subject's last message: even
+// a bucket with markers says nothing. A running mirror folds what the
+// bucket then shows, and a restarted one does before it is caught up.
+TEST_F(RepairLiveTest, AnExpiryWithHistoryUncoversThePreviousMessage) {
+  for (bool markers : {false, true}) {
+    SCOPED_TRACE(markers ? "with limit markers" : "without limit markers");
+    const std::string bucket = markers ? "histm" : "hist";
+    nlohmann::json cfg = {{"max_msgs_per_subject", 5}, {"allow_msg_ttl", true}};
+    if (markers) cfg["subject_delete_marker_ttl"] = 1 * kSecNs;
+    kv_.CreateBucket(bucket, cfg);
+    if (!kv_.StreamInfo(bucket)["config"].value("allow_msg_ttl", false)) {
+      GTEST_SKIP() << "this server has no per-message TTL";
+    }
+    const uint64_t old_rev = kv_.Put(bucket, "k", "old");
+    kv_.PutWithTtl(bucket, "k", "short-lived", "2s");
+    auto restarted = NewNode(bucket + "-restarted");
+    ASSERT_TRUE(CatchUp(bucket, *restarted).ok());
+
+    auto live = NewNode(bucket + "-live");
+    auto source = Source(bucket);
+    std::stop_source stop;
+    WatchOptions o = Options(*live);
+    o.stop = stop.get_token();
+    Status live_status;
+    std::thread mirror([&] { live_status = Watch(*source, *live->fold, o); });
+    const auto started = std::chrono::steady_clock::now();
+    auto value = [&](Node& n) {
+      Entry e;
+      return n.fold->Get("k", &e).ok() && !e.deleted ? e.value : std::string("<none>");
+    };
+    while (value(*live) != "old" && std::chrono::steady_clock::now() - started < 10s) {
+      std::this_thread::sleep_for(10ms);
+    }
+    stop.request_stop();
+    mirror.join();
+    ASSERT_TRUE(live_status.ok()) << live_status.ToString();
+    // The bucket shows the previous message again: the fold does too.
+    const std::optional<Entry> stored = kv_.StoredLast(bucket, "k");
+    ASSERT_TRUE(stored);
+    EXPECT_EQ(stored->revision, old_rev);
+    EXPECT_EQ(value(*live), "old");
+    Entry folded;
+    ASSERT_TRUE(live->fold->Get("k", &folded).ok());
+    EXPECT_EQ(folded.revision, old_rev);
+    ExpectHookEqualsFold(*live);
+    {
+      std::lock_guard lock(live->mu);
+      EXPECT_EQ(live->by_origin[ChangeOrigin::kExpiry], 1);
+    }
+    // Stopped across the deadline: the restart folds it before it is
+    // caught up, with nothing new in the stream.
+    ASSERT_TRUE(CatchUp(bucket, *restarted).ok());
+    EXPECT_EQ(value(*restarted), "old");
+  }
+}
+
 }  // namespace
 }  // namespace kvfold::live

@@ -88,16 +88,25 @@ Status RunNode(SimBucket& b, Node& n, WatchOptions o = Fast(), Fold* fold = null
     ++n.by_origin[c.origin];
     auto last = n.last_revision.find(key);
     if (c.origin == ChangeOrigin::kExpiry) {
-      // An expiry deletes the revision folded, once the bucket dropped it.
-      if (last == n.last_revision.end() || c.revision != last->second) {
+      // An expiry ends the revision folded, once the bucket dropped it: a
+      // delete at that revision, or (with history) the key's previous
+      // message, which the bucket shows again.
+      if (last == n.last_revision.end() || c.previous_revision != last->second) {
         n.violations.push_back("expiry of a revision never folded for " + key);
       }
       auto now = b.Truth(scope);
-      if (auto it = now.find(key); it != now.end() && it->second.revision == c.revision) {
+      const auto it = now.find(key);
+      if (it != now.end() && it->second.revision == c.previous_revision) {
         n.violations.push_back("expiry of " + key + " while the bucket still holds it");
       }
-      if (c.op != Op::kDelete || c.expires_ns != 0 || !c.value.empty()) {
-        n.violations.push_back("expiry of " + key + " is not a plain delete");
+      if (c.revision == c.previous_revision) {
+        if (c.op != Op::kDelete || c.expires_ns != 0 || !c.value.empty()) {
+          n.violations.push_back("expiry of " + key + " is not a plain delete");
+        }
+      } else if (c.revision > c.previous_revision ||
+                 (c.op == Op::kPut) != (it != now.end() && it->second.revision == c.revision)) {
+        n.violations.push_back("expiry of " + key + " to " + std::to_string(c.revision) +
+                               ", not the message the bucket shows");
       }
     } else if (last != n.last_revision.end() && c.revision <= last->second) {
       n.violations.push_back("revision went backward for " + key);
@@ -2124,6 +2133,68 @@ TEST(RepairSimTest, ARestoredKeyKeepsItsDeadline) {
   ASSERT_TRUE(RunNode(b, nb).ok());
   ExpectConverged(b, nb);
   EXPECT_EQ(nb.by_origin[ChangeOrigin::kExpiry], 1);
+}
+
+// With history, an expiry uncovers the key's previous message, which the
+// bucket shows again; nats-server writes a limit marker only for a
+// subject's last message, so not even a bucket with markers says so. The
+// fold reads the key at its deadline and folds what the bucket shows.
+TEST(RepairSimTest, AnExpiryWithHistoryUncoversTheKeysPreviousMessage) {
+  for (bool markers : {false, true}) {
+    SCOPED_TRACE(markers ? "with limit markers" : "without limit markers");
+    SimBucket b;  // history 64
+    b.SetMessageTtl(markers ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(0));
+    b.Put("k", "old");
+    b.PutWithTtl("k", "short-lived", std::chrono::seconds(5));
+    b.PutWithTtl("gone", "short-lived", std::chrono::seconds(5));  // nothing under it
+    Node n;
+    ASSERT_TRUE(RunNode(b, n, Fast()).ok());
+    ASSERT_EQ(LiveEntries(*n.fold)["k"].value, "short-lived");
+
+    b.AdvanceTime(std::chrono::seconds(10));
+    ASSERT_EQ(b.Truth(Scope())["k"].value, "old");
+    ASSERT_FALSE(b.Truth(Scope()).contains("gone"));
+    // The first read of the store fails (with markers a relist, past the
+    // marker TTL, reads first): the session starts over.
+    b.FailNextLastOfKey(1);
+    ASSERT_TRUE(RunNode(b, n, Fast()).ok());
+    EXPECT_TRUE(markers || Logged(n, "at its deadline: simulated outage"));
+    ExpectConverged(b, n);
+    EXPECT_EQ(LiveEntries(*n.fold)["k"].value, "old");
+    // The uncovered put, and without markers the delete of "gone".
+    EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], markers ? 1 : 2);
+  }
+}
+
+// The server's expiry timer may lag a deadline: a key it still holds then
+// is looked at again later, until the expiry shows.
+TEST(RepairSimTest, AKeyTheServerStillHoldsAtItsDeadlineIsLookedAtAgain) {
+  TtlBucket t(std::chrono::milliseconds(0));  // no markers
+  SimBucket& b = t.b;
+  b.SetHistoryOne(false);
+  b.SetTtlLag(std::chrono::milliseconds(1500));
+  b.Put("k", "old");
+  b.PutWithTtl("k", "short-lived", std::chrono::seconds(2));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n, t.Options(ExpiryRepair::kNone)).ok());
+  b.AdvanceTime(std::chrono::milliseconds(2500));  // past the deadline, not the lag
+  ASSERT_EQ(b.Truth(Scope())["k"].value, "short-lived");
+  WatchOptions o = t.Options(ExpiryRepair::kNone);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int reads = 0;
+  b.on_read_stream = [&] {
+    if (++reads >= 600) stop.request_stop();  // about 3 s of idle probes
+  };
+  ASSERT_TRUE(RunNode(b, n, o, nullptr, [&](const Change& c) {
+                if (c.origin == ChangeOrigin::kExpiry) stop.request_stop();
+                return Status::OK();
+              }).ok());
+  b.on_read_stream = nullptr;
+  ASSERT_EQ(b.Truth(Scope())["k"].value, "old");
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
 }
 
 }  // namespace

@@ -293,7 +293,8 @@ class Harness {
       }
       auto last = hook_revision_.find(key);
       if (c.origin == ChangeOrigin::kExpiry) {
-        // An expiry deletes a revision the hook saw, never a newer one.
+        // An expiry ends a revision the hook saw (a delete at it, or the
+        // key's previous message again), never a newer one.
         // (After a torn commit a re-run may expire what an earlier run
         // folded: whether the hook's own record of it survives is not
         // judged here; the fold and the hook's view are, at the end.)
@@ -882,6 +883,33 @@ std::vector<Scenario> Scenarios() {
                  h.KeepUpAndExport();
                  h.Run(h.Options());
                }});
+  // With history a TTL's expiry uncovers the key's previous message, and
+  // no marker says so even where markers are on (nats-server writes one
+  // only for a subject's last message).
+  for (bool markers : {false, true}) {
+    s.push_back({markers ? "ttl-history-markers" : "ttl-history", [markers](Harness& h) {
+                   using std::chrono::seconds;
+                   h.UseServerClock();
+                   h.b.SetMessageTtl(markers ? std::chrono::milliseconds(30000)
+                                             : std::chrono::milliseconds(0));
+                   WriteHistory(h.b, 0, 2);
+                   h.b.Put("a.t0", "before");
+                   h.b.PutWithTtl("a.t0", "t", seconds(5));
+                   h.b.PutWithTtl("b.t", "t", seconds(5));  // nothing under it
+                   h.KeepUpAndExport();
+                   h.Run(h.Options());
+                   h.b.AdvanceTime(seconds(10));  // a.t0 uncovers "before"; b.t goes
+                   h.b.PutWithTtl("a.t1", "t", seconds(5));
+                   h.b.Delete("a.t1");
+                   h.b.PutWithTtl("a.t1", "t", seconds(20));  // uncovers the delete
+                   WriteHistory(h.b, 2, 1);
+                   h.KeepUp();
+                   h.Run(h.Options());
+                   h.b.AdvanceTime(seconds(25));
+                   h.KeepUpAndExport();
+                   h.Run(h.Options());
+                 }});
+  }
   // Multi-change schedules (issue 32): the marker TTL raised, raised again
   // while the first raise is waited out, then lowered, with the node down
   // and up between the changes and keys expiring throughout.

@@ -199,7 +199,7 @@ void SimBucket::ExpireTtls() {
   std::vector<std::pair<int64_t, std::string>> emptied;  // (when, key)
   for (size_t i = 0; i < log_.size(); ++i) {
     Record& r = log_[i];
-    if (r.expired || r.expires_ns == 0 || r.expires_ns > now) continue;
+    if (r.expired || r.expires_ns == 0 || r.expires_ns + ttl_lag_ns_ > now) continue;
     r.expired = true;
     const bool evicted = !r.retained;
     r.retained = false;
@@ -214,6 +214,20 @@ void SimBucket::ExpireTtls() {
       later = (evicted || log_[j].retained) && log_[j].message.key == r.message.key;
     }
     if (later) continue;
+    // With history, the key's previous message (if retained) is its value
+    // again, and no marker is written (nats-server writes one only for a
+    // subject's last message).
+    const Record* previous = nullptr;
+    for (size_t j = i; j-- > 0 && !evicted;) {
+      if (log_[j].retained && log_[j].message.key == r.message.key) {
+        previous = &log_[j];
+        break;
+      }
+    }
+    if (previous != nullptr) {
+      writes_.push_back(previous->message);
+      continue;
+    }
     if (marker_ttl_ns_ <= 0) {
       // No marker: the key leaves the truth at its revision, unannounced.
       BucketMessage gone = r.message;
@@ -432,9 +446,7 @@ StatusOr<std::optional<BucketMessage>> SimBucket::LastOfKey(const std::string& k
   }
   for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
     if (it->retained && it->message.key == key) {
-      BucketMessage m = it->message;
-      m.value.clear();
-      return std::optional<BucketMessage>(std::move(m));
+      return std::optional<BucketMessage>(it->message);
     }
   }
   return std::optional<BucketMessage>();

@@ -68,6 +68,11 @@ class SimBucket final : public BucketSource {
   // History 1: a write removes the key's older messages (supersession, not
   // eviction: current values stay).
   void SetHistoryOne(bool on) { history_one_ = on; }
+  // The server removes a message whose TTL passed only this much later
+  // (its expiry timer lags the deadline).
+  void SetTtlLag(std::chrono::milliseconds lag) {
+    ttl_lag_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(lag).count();
+  }
   // Removes a delete marker and the key's messages before it, as KV
   // PurgeDeletes does: a delete the stream no longer shows.
   void PurgeMarker(uint64_t seq);
@@ -207,6 +212,7 @@ class SimBucket final : public BucketSource {
   std::vector<BucketMessage> writes_;  // every write ever, for the truth
   bool server_filters_ = true;
   bool history_one_ = false;
+  int64_t ttl_lag_ns_ = 0;
   bool rollup_skips_ = false;
   int64_t max_msgs_ = -1;
   int64_t max_bytes_ = -1;
