@@ -108,6 +108,7 @@ constexpr const char* kKnown[] = {
                            // again
     "expire-drop-unread",  // watch: keys whose read at their deadline failed are never looked at
                            // again
+    "deadlines-kept-after-repair",  // watch: the deadline queue is not read again after a repair
     "expire-by-received-anchor",  // watch: deadlines pass by received's anchor (a relist moves it)
     "audit-judge-expired",        // audit: a key past its TTL deadline counts as a phantom
     "reattest-never",        // export: an unchanged fold is exported in full, never re-attested

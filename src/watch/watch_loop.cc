@@ -103,7 +103,8 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       fold_empty_ = false;
       new_keys_through_ = 0;
-      ForgetDeadlines();  // a restore brings deadlines of its own
+      // A restore brings deadlines of its own.
+      if (!KVFOLD_MUTANT("deadlines-kept-after-repair")) ForgetDeadlines();
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         source_moved_ = false;

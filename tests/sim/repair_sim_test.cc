@@ -2197,5 +2197,54 @@ TEST(RepairSimTest, AKeyTheServerStillHoldsAtItsDeadlineIsLookedAtAgain) {
   EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
 }
 
+// A restore in the middle of a run brings deadlines the run's queue never
+// held: the queue is read again after every repair, so a restored key
+// leaves the fold at its deadline in the same run.
+TEST(RepairSimTest, ARestoreMidRunQueuesTheRestoredDeadlines) {
+  SimBucket b;
+  b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+  b.SetMaxMsgs(20);
+  Artifacts arts;
+  Node a, nb;
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v1");
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.batch_size = 3;
+  bool overran = false, advanced = false;
+  auto overrun = [&](const Change& c) {
+    if (overran || c.origin != ChangeOrigin::kLive) return Status::OK();
+    overran = true;
+    // While this node is busy, the bucket races past retention with a TTL
+    // key in it; node A keeps up and exports.
+    EXPECT_TRUE(RunNode(b, a, Fast()).ok());
+    b.PutWithTtl("ttl", "v", std::chrono::seconds(30));
+    for (int round = 2; round < 8; ++round) {
+      for (int i = 0; i < 10; ++i) {
+        b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+        if (i == 4) {
+          EXPECT_TRUE(RunNode(b, a, Fast()).ok());
+        }
+      }
+    }
+    EXPECT_TRUE(RunNode(b, a, Fast()).ok());
+    arts.Export(*a.fold);
+    return Status::OK();
+  };
+  o.log = [&](std::string_view line) {
+    if (advanced || line.find("restore done") == std::string_view::npos) return;
+    advanced = true;
+    b.AdvanceTime(std::chrono::seconds(60));  // "ttl" expires, silently
+  };
+  Status s = RunNode(b, nb, o, nullptr, overrun);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(advanced) << "no restore";
+  ASSERT_FALSE(b.Truth(Scope()).contains("ttl"));
+  ExpectConverged(b, nb);
+  EXPECT_EQ(nb.by_origin[ChangeOrigin::kExpiry], 1);
+}
+
 }  // namespace
 }  // namespace kvfold
