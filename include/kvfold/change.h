@@ -24,7 +24,7 @@ enum class ChangeOrigin {
   kReconcile,  // the periodic key-set diff deleted a key
   kExpiry,     // the key's per-message TTL passed (Entry::expires_ns) and no
                // limit marker says so: deleted at its revision, or, where the
-               // bucket keeps history, back to its previous message
+               // bucket keeps history, back to its previous message's state
 };
 std::string_view ChangeOriginName(ChangeOrigin origin);  // "live", "relist", ...
 
@@ -35,10 +35,11 @@ struct Change {
   Op op = Op::kPut;
   std::string_view value;  // empty for delete and purge
   // > previous_revision, except when a fold is rebuilt against a recreated
-  // stream (whose sequences start over), and for an expiry (kExpiry): a
-  // delete at the revision that expired (== previous_revision), or the
-  // key's previous message, uncovered where the bucket keeps history
-  // (< previous_revision; a put or a delete, as that message was).
+  // stream (whose sequences start over), and for an expiry (kExpiry): the
+  // revision that expired (== previous_revision), with a delete, or where
+  // the bucket keeps history the state of the key's previous message that
+  // the expiry uncovered (a put with that message's value and deadline, or
+  // a delete). Revisions never go backward.
   uint64_t revision = 0;
   uint64_t previous_revision = 0;  // the key's last revision in the fold, 0 if none
   // A put's deadline: when its per-message TTL (Nats-TTL) removes it, by the

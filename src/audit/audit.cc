@@ -66,6 +66,25 @@ class Auditor {
       ++report_.in_flight;  // the fold moved on since C
       return Status::OK();
     }
+    if (s.ok() && !entry.deleted && entry.revision > revision) {
+      // The fold is ahead of the key's last message: the message at its
+      // revision expired, uncovering this one (with history). Either the
+      // fold holds what it uncovered, at the revision that expired, or it
+      // still holds the expired message, which the mirror folds next.
+      KVFOLD_RETURN_IF_ERROR(ReadStateOnce());
+      if (PastDeadline(entry)) {
+        ++report_.in_flight;
+        return Status::OK();
+      }
+      auto last = source_.LastOfKey(key);
+      if (!last.ok()) return last.status();
+      if (*last && (*last)->seq == revision && (*last)->op == Op::kPut &&
+          (*last)->value == entry.value && (*last)->expires_ns == entry.expires_ns &&
+          !KVFOLD_MUTANT("audit-uncovered-stale")) {
+        ++report_.judged;
+        return Status::OK();
+      }
+    }
     ++report_.judged;
     if (s.IsNotFound() || entry.deleted) {
       Record(key, AuditFinding::kMissing, 0, revision);
@@ -73,6 +92,16 @@ class Auditor {
       Record(key, AuditFinding::kStale, entry.revision, revision);
     }
     return Status::OK();
+  }
+
+  // The entry's per-message TTL passed on a bucket where no limit marker
+  // need announce it (none written, or history > 1): a change after C,
+  // which the mirror folds at the deadline.
+  bool PastDeadline(const Entry& entry) const {
+    const StreamState& state = *state_;
+    return entry.expires_ns > 0 && state.server_time_ns >= entry.expires_ns &&
+           state.allow_msg_ttl && (state.marker_ttl_ns <= 0 || state.history != 1) &&
+           !KVFOLD_MUTANT("audit-judge-expired");
   }
 
   Status Stopped() const { return Status::Cancelled("the audit was stopped"); }
@@ -123,6 +152,15 @@ class Auditor {
     }
     if (!*last) return NoMessage(key, entry);
     const BucketMessage& m = **last;
+    if (m.seq < entry.revision) {
+      // An expiry uncovered it: in flight while the fold holds the
+      // expired message past its deadline.
+      KVFOLD_RETURN_IF_ERROR(ReadStateOnce());
+      if (PastDeadline(entry)) {
+        ++report_.in_flight;
+        return Status::OK();
+      }
+    }
     ++report_.judged;
     if (m.op != Op::kPut) {
       Record(key, AuditFinding::kPhantom, entry.revision, m.seq);
@@ -141,6 +179,14 @@ class Auditor {
   // of. The stream is read at most once per key judged this way, and not
   // again while an earlier read already decides: retention only moves
   // forward, so what an earlier read proved lost or evicted stays so.
+  Status ReadStateOnce() {
+    if (state_) return Status::OK();
+    auto state = source_.ReadStream();
+    if (!state.ok()) return state.status();
+    state_ = std::move(state).value();
+    return Status::OK();
+  }
+
   Status NoMessage(const std::string& key, const Entry& entry) {
     for (bool fresh = !state_.has_value();; fresh = true) {
       if (fresh) {
@@ -184,12 +230,7 @@ class Auditor {
     const bool evicted = !ClassifyRetention(state, meta_.eviction_observed).listing_is_truth &&
                          entry.revision < state.first_seq;
     if (evicted || KVFOLD_MUTANT("audit-no-message-is-kept")) return Verdict::kKept;
-    // Its per-message TTL passed (with no marker, an expiry leaves no
-    // message): a change after C, which the mirror folds at the deadline.
-    if (entry.expires_ns > 0 && state.server_time_ns >= entry.expires_ns &&
-        !KVFOLD_MUTANT("audit-judge-expired")) {
-      return Verdict::kLost;
-    }
+    if (PastDeadline(entry)) return Verdict::kLost;
     if (lost && !KVFOLD_MUTANT("audit-trust-lost-tail")) return Verdict::kLost;
     return Verdict::kPhantom;
   }

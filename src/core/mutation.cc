@@ -109,7 +109,12 @@ constexpr const char* kKnown[] = {
     "expire-drop-unread",  // watch: keys whose read at their deadline failed are never looked at
                            // again
     "deadlines-kept-after-repair",  // watch: the deadline queue is not read again after a repair
+    "markers-on-forget-earlier-deadlines",  // watch: markers turned on drop earlier deadlines
+    "expire-uncover-at-old-revision",       // watch: an uncovered message folds at its own, lower
+                                            // revision
+    "rebase-keep-deadline",                 // repair: a rebased entry keeps its old-stream deadline
     "expire-by-received-anchor",  // watch: deadlines pass by received's anchor (a relist moves it)
+    "audit-uncovered-stale",      // audit: a fold holding an uncovered message counts as stale
     "audit-judge-expired",        // audit: a key past its TTL deadline counts as a phantom
     "reattest-never",        // export: an unchanged fold is exported in full, never re-attested
     "reattest-skip-digest",  // export: re-attests without comparing the fold digest

@@ -176,6 +176,8 @@ std::optional<KeyChange> RestoreKey(const std::optional<Entry>& fold,
       if (fold->revision == 0) return std::nullopt;
       Entry e = *fold;
       e.revision = 0;
+      // An old-stream deadline says nothing of the new stream's message.
+      if (!KVFOLD_MUTANT("rebase-keep-deadline")) e.expires_ns = 0;
       return KeyChange{e, false};
     }
     return KeyChange{Entry{delete_revision, true, ""}, true};

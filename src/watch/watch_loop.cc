@@ -54,6 +54,9 @@ Status WatchLoop::Prepare() {
   if (opt_.metrics && meta->cursor) opt_.metrics->RecordCursor(*meta->cursor);
   guard_.ResetTo(meta->cursor, meta->cursor_time_ns, /*new_stream=*/false);
   marker_ttl_ = core::MarkerTtl(meta->marker_ttl_ns);
+  // Markers the fold saw on announced every expiry since its cursor's anchor.
+  markers_written_ = meta->marker_ttl_ns > 0;
+  markers_since_ns_ = 0;
   stream_created_ = meta->stream_created;
   eviction_observed_ = meta->eviction_observed;
   eviction_cause_ = meta->eviction_cause;
@@ -136,12 +139,20 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   last_state_ = marker_ttl_.Apply(state);
   pipeline_.set_marker_window(core::MarkerWindowNs(last_state_));
   if (opt_.metrics) opt_.metrics->RecordStreamLast(state.last_seq);
-  const bool deadlines = state.allow_msg_ttl && (state.marker_ttl_ns <= 0 || state.history != 1) &&
-                         !KVFOLD_MUTANT("deadlines-ignored");
+  // Markers turned on announce only the expiries after they were: those
+  // before (deadlines up to the read that first saw them) stay the fold's.
+  const bool markers = state.marker_ttl_ns > 0;
+  if (markers && !markers_written_ && !KVFOLD_MUTANT("markers-on-forget-earlier-deadlines")) {
+    markers_since_ns_ = state.server_time_ns;
+  }
+  if (!markers) markers_since_ns_ = 0;
+  markers_written_ = markers;
   // Where limit markers announce every expiry (history 1): no queue.
+  const bool deadlines = state.allow_msg_ttl &&
+                         (!markers || state.history != 1 || markers_since_ns_ > 0) &&
+                         !KVFOLD_MUTANT("deadlines-ignored");
   if (deadlines != deadlines_apply_) ForgetDeadlines();
   deadlines_apply_ = deadlines;
-  markers_written_ = state.marker_ttl_ns > 0;
   if (deadlines && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
     Log(LogLevel::kWarning,

@@ -262,6 +262,9 @@ class WatchLoop {
   // The bucket writes limit markers now (its own setting, not the TTL the
   // window is measured with, which may lag a change).
   bool markers_written_ = false;
+  // Markers were first seen on at this server time (0: on since before the
+  // fold's cursor, or off): an expiry before it left no marker.
+  int64_t markers_since_ns_ = 0;
   // The fold's deadlines are in deadlines_ (read from the fold and the
   // uncommitted batches once per start, per repair and whenever they come
   // to apply); keys folded since are added as they come.

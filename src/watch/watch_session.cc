@@ -19,6 +19,9 @@ namespace {
 // How long after a deadline the server may still hold the message: a key
 // found unexpired is looked at again this much later (server time).
 constexpr int64_t kExpiryRecheckNs = 1'000'000'000;
+// What a stream read's server time is taken back by, as a clock for
+// deadlines: a write the server had stamped may not show in its reply yet.
+constexpr int64_t kReadClockMarginNs = 250'000'000;
 
 }  // namespace
 
@@ -383,6 +386,9 @@ void WatchLoop::ForgetDeadlines() {
 
 Status WatchLoop::ExpireDue(bool* keep) {
   if (!deadlines_apply_) return Status::OK();
+  // Not past a stretch nothing proved yet (a message missing there may be
+  // a rewrite in time), nor with a repair due.
+  if (guard_.unverified() || repair_cause_) return Status::OK();
   if (!deadlines_loaded_) {
     // The fold's deadlines and those of the batches not yet committed (a
     // reload while deadlines did not apply found none queued for them).
@@ -406,8 +412,22 @@ Status WatchLoop::ExpireDue(bool* keep) {
   int64_t now = expiry_clock_ns_;
   if (KVFOLD_MUTANT("expire-by-received-anchor")) now = guard_.received_anchor();
   if (const auto& received = guard_.received()) {
-    if (last_state_.last_seq <= *received) now = std::max(now, last_state_.server_time_ns);
+    // With a margin: the server's reply may lag a write it had stamped.
+    if (last_state_.last_seq <= *received) {
+      now = std::max(now, last_state_.server_time_ns - kReadClockMarginNs);
+    }
     if (KVFOLD_MUTANT("expire-by-server-clock")) now = ServerNow();
+  }
+  if (markers_since_ns_ > 0 && last_state_.history == 1) {
+    // Markers came on: once every deadline before them is done, they
+    // announce the rest.
+    const auto first = deadlines_.Next();
+    if (!first || *first > markers_since_ns_) {
+      markers_since_ns_ = 0;
+      deadlines_apply_ = false;
+      ForgetDeadlines();
+      return Status::OK();
+    }
   }
   const auto next = deadlines_.Next();
   if (now <= 0 || !next || *next > now) return Status::OK();
@@ -416,10 +436,11 @@ Status WatchLoop::ExpireDue(bool* keep) {
   // message (nats-server writes one when nothing else of the subject
   // remains); with history > 1 an expiry may instead uncover the key's
   // previous message, which only the stream's store can tell.
-  const bool markers = markers_written_;
   const bool history_one = last_state_.history == 1 || KVFOLD_MUTANT("expire-assume-history-one");
   for (size_t i = 0; i < due.size(); ++i) {
     const DeadlineQueue::Item& item = due[i];
+    // A marker announces this expiry (markers were on at its deadline).
+    const bool markers = markers_written_ && item.expires_ns > markers_since_ns_;
     std::optional<Entry> current;
     KVFOLD_RETURN_IF_ERROR(CurrentEntry(item.key, &current));
     // Rewritten or deleted since the item was added: not this deadline's.
@@ -445,21 +466,27 @@ Status WatchLoop::ExpireDue(bool* keep) {
         *keep = false;
         return Status::OK();
       }
-      if (*last && (*last)->seq == item.revision) {
-        // The server has not removed it yet: look again in a second.
+      // The server still holds the message that carries the deadline (its
+      // expiry timer lags): look again in a second. A newer message is on
+      // its way through the delivery, which may lose it to its own TTL:
+      // look again then too (once folded, the item is stale).
+      if (*last && ((*last)->seq == item.revision || (*last)->expires_ns == item.expires_ns ||
+                    (*last)->seq > item.revision)) {
         if (!KVFOLD_MUTANT("expire-no-recheck")) {
           deadlines_.Add(item.key, item.revision, item.expires_ns, now + kExpiryRecheckNs);
         }
         continue;
       }
-      // A newer message is on its way through the delivery; a marker's
-      // delete is, or the window's checks see that it went missing.
-      if (*last && (*last)->seq > item.revision) continue;
+      // A marker's delete is on its way, or the window's checks see that
+      // it went missing.
       if (!*last && markers) continue;
       if (*last) {
-        // The previous message again: a put (with its own deadline) or a delete.
+        // The previous message's state again (a put with its own deadline,
+        // or a delete), at the revision that expired: revisions never go
+        // backward, and the state is as of that expiry.
         op = (*last)->op;
         next = *core::FoldMessage(**last, std::nullopt);
+        if (!KVFOLD_MUTANT("expire-uncover-at-old-revision")) next.revision = current->revision;
       }
     } else if (markers) {
       continue;  // the marker deletes it

@@ -844,6 +844,7 @@ TEST_F(RepairLiveTest, AnExpiryWithHistoryUncoversThePreviousMessage) {
     if (!kv_.StreamInfo(bucket)["config"].value("allow_msg_ttl", false)) {
       GTEST_SKIP() << "this server has no per-message TTL";
     }
+    kv_.Put(bucket, "plain", "v");  // something an audit judges
     const uint64_t old_rev = kv_.Put(bucket, "k", "old");
     kv_.PutWithTtl(bucket, "k", "short-lived", "2s");
     auto restarted = NewNode(bucket + "-restarted");
@@ -874,11 +875,21 @@ TEST_F(RepairLiveTest, AnExpiryWithHistoryUncoversThePreviousMessage) {
     EXPECT_EQ(value(*live), "old");
     Entry folded;
     ASSERT_TRUE(live->fold->Get("k", &folded).ok());
-    EXPECT_EQ(folded.revision, old_rev);
+    EXPECT_GT(folded.revision, old_rev) << "at the revision that expired, never backward";
     ExpectHookEqualsFold(*live);
     {
       std::lock_guard lock(live->mu);
       EXPECT_EQ(live->by_origin[ChangeOrigin::kExpiry], 1);
+    }
+    // An audit finds both folds right: the live one holds the uncovered
+    // message (at the revision that expired), the stopped one the expired
+    // message past its deadline, in flight.
+    for (Node* n : {live.get(), restarted.get()}) {
+      auto audit_source = Source(bucket);
+      auto report = Audit(*audit_source, *n->fold);
+      ASSERT_TRUE(report.ok()) << report.status().ToString();
+      EXPECT_EQ(report->divergent(), 0u);
+      EXPECT_EQ(report->in_flight, n == live.get() ? 0u : 1u);
     }
     // Stopped across the deadline: the restart folds it before it is
     // caught up, with nothing new in the stream.

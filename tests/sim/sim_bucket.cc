@@ -209,11 +209,18 @@ void SimBucket::ExpireTtls() {
     // expiries the server writes none for a message it no longer holds,
     // and the truth keeps the key (what a fold can know).
     if (evicted && marker_ttl_ns_ > 0) continue;
+    // A later write of the key that has not expired is its truth.
     bool later = false;
     for (size_t j = i + 1; j < log_.size() && !later; ++j) {
-      later = (evicted || log_[j].retained) && log_[j].message.key == r.message.key;
+      later = !log_[j].expired && log_[j].message.key == r.message.key;
     }
     if (later) continue;
+    // The key's state after the expiry is as of its newest sequence (an
+    // earlier expiry may have uncovered this one): the fold's revision.
+    uint64_t revision = r.message.seq;
+    for (size_t j = i + 1; j < log_.size(); ++j) {
+      if (log_[j].message.key == r.message.key) revision = log_[j].message.seq;
+    }
     // With history, the key's previous message (if retained) is its value
     // again, and no marker is written (nats-server writes one only for a
     // subject's last message).
@@ -225,12 +232,15 @@ void SimBucket::ExpireTtls() {
       }
     }
     if (previous != nullptr) {
-      writes_.push_back(previous->message);
+      BucketMessage back = previous->message;
+      back.seq = revision;
+      writes_.push_back(back);
       continue;
     }
     if (marker_ttl_ns_ <= 0) {
       // No marker: the key leaves the truth at its revision, unannounced.
       BucketMessage gone = r.message;
+      gone.seq = revision;
       gone.op = Op::kDelete;
       gone.value.clear();
       gone.expires_ns = 0;
