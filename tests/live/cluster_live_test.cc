@@ -53,9 +53,12 @@ class ClusterLiveTest : public ::testing::Test {
   // suitable peers for placement" until the meta leader has heard every
   // peer's statistics), so it is retried.
   void CreateR3Bucket(const std::string& bucket, const json& overrides = {}) {
-    ASSERT_TRUE(cluster_.WaitJetStreamReady(std::chrono::seconds(60)))
-        << "the cluster's nodes never became healthy\n"
-        << cluster_.LogTails(20);
+    // FAIL, not ASSERT_TRUE: the per-node summary right after "Failure".
+    if (!cluster_.WaitJetStreamReady(std::chrono::seconds(60))) {
+      FAIL() << "the cluster never became ready in 60 s (each node routed to the other two, "
+                "/healthz ok):\n"
+             << cluster_.LogTails(20);
+    }
     json cfg = {{"num_replicas", 3}};
     for (auto it = overrides.begin(); it != overrides.end(); ++it) cfg[it.key()] = it.value();
     const auto deadline = Clock::now() + std::chrono::seconds(90);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,14 +67,20 @@ class NatsCluster {
   // Starts node i again on the same ports and store.
   void Start(int i);
   bool running(int i) const { return pids_[i] > 0; }
-  // Waits until every node's /healthz is ok (each has JetStream and a
-  // meta leader); false when `patience` passes first.
+  // Waits until every node is running, routed to the other two (/routez),
+  // healthy (/healthz: JetStream with a meta leader it is current with)
+  // and counts all three in the meta group (/jsz); false when `patience`
+  // passes first.
   bool WaitJetStreamReady(std::chrono::seconds patience) const;
-  // How many routes node i has (/routez num_routes); -1 when it does not
-  // answer.
+  // How many route connections node i has (/routez num_routes: 2.10 pools
+  // several per peer); -1 when it does not answer.
   int Routes(int i) const;
-  // Every node's route count and the last `lines` lines of its log, for a
-  // failure message.
+  // The server names node i is routed to; empty when it does not answer.
+  std::set<std::string> Peers(int i) const;
+  // One line per node: routes, peers, meta leader and group size, /healthz.
+  std::string Summary() const;
+  // Summary, then the last `lines` lines of each node's log, for a failure
+  // message.
   std::string LogTails(size_t lines) const;
 
   std::string url(int i) const { return "nats://127.0.0.1:" + std::to_string(client_ports_[i]); }
@@ -84,6 +91,15 @@ class NatsCluster {
   static std::string name(int i) { return "n" + std::to_string(i); }
 
  private:
+  bool Ready(int i) const;
+  void Spawn(int i);
+  void WaitStarted(int i);
+  // The nodes the meta leader does not count in its group (/jsz); none
+  // when no leader answers.
+  std::vector<int> LeftOutOfTheMetaGroup() const;
+  // The meta group's size as node i reports it (/jsz); 0 when unknown.
+  int MetaGroupSize(int i) const;
+
   TestDir dir_;
   int client_ports_[kNodes] = {};
   int cluster_ports_[kNodes] = {};
