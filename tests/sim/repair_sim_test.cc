@@ -2293,5 +2293,87 @@ TEST(RepairSimTest, ARebasedKeyKeepsNoOldStreamDeadline) {
   EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
 }
 
+// With history, an uncovered put with a TTL of its own expires in turn,
+// in the same run: its deadline is queued when it is uncovered.
+TEST(RepairSimTest, AnUncoveredPutExpiresAtItsOwnDeadline) {
+  TtlBucket t(std::chrono::milliseconds(0));  // no markers
+  SimBucket& b = t.b;
+  b.SetHistoryOne(false);
+  b.Put("keep", "1");
+  b.Put("k", "older");
+  b.PutWithTtl("k", "mid", std::chrono::seconds(2));
+  b.PutWithTtl("k", "short", std::chrono::seconds(1));
+  Node n;
+  WatchOptions o = t.Options(ExpiryRepair::kNone);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int expiries = 0, reads = 0;
+  b.on_read_stream = [&] {
+    if (++reads >= 2000) stop.request_stop();  // about 10 s of idle probes
+  };
+  ASSERT_TRUE(RunNode(b, n, o, nullptr, [&](const Change& c) {
+                if (c.origin == ChangeOrigin::kExpiry && ++expiries == 2) stop.request_stop();
+                return Status::OK();
+              }).ok());
+  b.on_read_stream = nullptr;
+  ASSERT_EQ(b.Truth(Scope())["k"].value, "older");
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 2);  // "short", then "mid"
+}
+
+// With history, a newer message of the key on its way through the delivery
+// when its deadline passes is left to the delivery: folded once, as live.
+TEST(RepairSimTest, ANewerMessageOnItsWayIsLeftToTheDelivery) {
+  SimBucket b;  // history 64
+  b.SetMessageTtl(std::chrono::milliseconds(0));
+  b.Put("k", "old");
+  b.PutWithTtl("k", "short-lived", std::chrono::seconds(5));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.AdvanceTime(std::chrono::seconds(10));  // uncovers "old"
+  b.Put("x", "1");                          // stored after the deadline
+  b.Put("k", "new");
+  int k_live = 0;
+  ASSERT_TRUE(RunNode(b, n, Fast(), nullptr, [&](const Change& c) {
+                if (c.key == "k") {
+                  EXPECT_EQ(c.origin, ChangeOrigin::kLive) << "k's rewrite";
+                  k_live += c.origin == ChangeOrigin::kLive;
+                }
+                return Status::OK();
+              }).ok());
+  ExpectConverged(b, n);
+  EXPECT_EQ(k_live, 1);
+}
+
+// A key the server still holds long after its deadline (a restart well
+// past it, an expiry timer far behind) is looked at about once a second,
+// not at every turn of the loop.
+TEST(RepairSimTest, AKeyTheServerStillHoldsIsLookedAtOnceASecond) {
+  TtlBucket t(std::chrono::milliseconds(0));  // no markers
+  SimBucket& b = t.b;
+  b.SetHistoryOne(false);
+  b.SetTtlLag(std::chrono::seconds(3));
+  b.Put("k", "old");
+  b.PutWithTtl("k", "short-lived", std::chrono::seconds(1));
+  Node n;
+  ASSERT_TRUE(RunNode(b, n, t.Options(ExpiryRepair::kNone)).ok());
+  b.AdvanceTime(std::chrono::seconds(3));  // 2 s past the deadline, 1 s before the server acts
+  WatchOptions o = t.Options(ExpiryRepair::kNone);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  int looks = 0;
+  b.before_request = [&](std::string_view request) { looks += request == "last_of_key"; };
+  ASSERT_TRUE(RunNode(b, n, o, nullptr, [&](const Change& c) {
+                if (c.origin == ChangeOrigin::kExpiry) stop.request_stop();
+                return Status::OK();
+              }).ok());
+  b.before_request = nullptr;
+  ExpectConverged(b, n);
+  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 1);
+  EXPECT_LE(looks, 4) << "about one look a second while the server lags";
+}
+
 }  // namespace
 }  // namespace kvfold
