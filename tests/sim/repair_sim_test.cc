@@ -2363,8 +2363,11 @@ TEST(RepairSimTest, AKeyTheServerStillHoldsIsLookedAtOnceASecond) {
   o.until_caught_up = false;
   std::stop_source stop;
   o.stop = stop.get_token();
-  int looks = 0;
-  b.before_request = [&](std::string_view request) { looks += request == "last_of_key"; };
+  int looks = 0, reads = 0;
+  b.before_request = [&](std::string_view request) {
+    looks += request == "last_of_key";
+    if (request == "read_stream" && ++reads >= 2000) stop.request_stop();  // about 10 s
+  };
   ASSERT_TRUE(RunNode(b, n, o, nullptr, [&](const Change& c) {
                 if (c.origin == ChangeOrigin::kExpiry) stop.request_stop();
                 return Status::OK();
