@@ -272,18 +272,17 @@ TEST(RocksFoldTest, OlderFormatsAreUpgradedByTheirWriter) {
     std::string v;
     return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(name), &v).ok() ? v : "<none>";
   };
-  EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
-  {
-    // A format-1 fold whose max_revision a writer did not keep: stale.
+  // What an older kvfold left: metadata written behind the fold's back.
+  auto write_raw = [&](const std::string& name, const std::string& value) {
     rocksdb::DB* raw = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(
-        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("max_revision"), std::string(8, '\0'))
-            .ok());
-    ASSERT_TRUE(
-        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-1").ok());
-  }
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), store::MetaStoreKey(name), value).ok());
+  };
+  EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
+  // A format-1 fold whose max_revision a writer did not keep: stale.
+  write_raw("max_revision", std::string(8, '\0'));
+  write_raw("format", "kvfold-fold-1");
   {
     FoldOptions ro;
     ro.read_only = true;
@@ -299,16 +298,10 @@ TEST(RocksFoldTest, OlderFormatsAreUpgradedByTheirWriter) {
     EXPECT_EQ((*f)->ReadMeta()->max_revision, 11u);
   }
   EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
-  {
-    // A format-2 fold (records without deadlines): a reader changes
-    // nothing; a writer, which may write deadlines, marks it format 3 so
-    // that a build that knows only format 2 refuses it at open.
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(
-        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-2").ok());
-  }
+  // A format-2 fold (records without deadlines): a reader changes
+  // nothing; a writer, which may write deadlines, marks it format 3 so
+  // that a build that knows only format 2 refuses it at open.
+  write_raw("format", "kvfold-fold-2");
   {
     FoldOptions ro;
     ro.read_only = true;
@@ -325,13 +318,7 @@ TEST(RocksFoldTest, OlderFormatsAreUpgradedByTheirWriter) {
     EXPECT_EQ(k, (Entry{7, false, "v"}));
   }
   EXPECT_EQ(read_raw("format"), "kvfold-fold-3");
-  {
-    rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    ASSERT_TRUE(
-        db->Put(rocksdb::WriteOptions(), store::MetaStoreKey("format"), "kvfold-fold-9").ok());
-  }
+  write_raw("format", "kvfold-fold-9");
   auto unknown = OpenRocksFold(path);
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("kvfold-fold-9"), std::string::npos)

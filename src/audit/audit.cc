@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/marker_window.h"
+#include "core/message_ttl.h"
 #include "core/mutation.h"
 #include "core/window.h"
 #include "kvfold/retention.h"
@@ -100,8 +101,7 @@ class Auditor {
   bool PastDeadline(const Entry& entry) const {
     const StreamState& state = *state_;
     return entry.expires_ns > 0 && state.server_time_ns >= entry.expires_ns &&
-           state.allow_msg_ttl && (state.marker_ttl_ns <= 0 || state.history != 1) &&
-           !KVFOLD_MUTANT("audit-judge-expired");
+           core::ExpiriesMayGoUnmarked(state) && !KVFOLD_MUTANT("audit-judge-expired");
   }
 
   Status Stopped() const { return Status::Cancelled("the audit was stopped"); }

@@ -92,4 +92,8 @@ int64_t MessageDeadlineNs(int64_t time_ns, std::string_view header) {
   return time_ns + seconds * 1'000'000'000;
 }
 
+bool ExpiriesMayGoUnmarked(const StreamState& state) {
+  return state.allow_msg_ttl && (state.marker_ttl_ns <= 0 || state.history != 1);
+}
+
 }  // namespace kvfold::core

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "kvfold/bucket.h"
+
 namespace kvfold::core {
 
 // The TTL in whole seconds as nats-server parses the header: "never" (any
@@ -19,6 +21,12 @@ int64_t ParseMessageTtlSeconds(std::string_view header);
 // the stream: time_ns plus the TTL (the server's rule). 0 when it has no
 // deadline: no TTL, "never", or an unknown stored time.
 int64_t MessageDeadlineNs(int64_t time_ns, std::string_view header);
+
+// An expiry on this bucket may leave no trace in the stream, so a fold must
+// follow each key's deadline itself: it allows per-message TTL and writes
+// no limit markers, or keeps history (nats-server marks only a subject's
+// last message; an earlier one's expiry uncovers the one before).
+bool ExpiriesMayGoUnmarked(const StreamState& state);
 
 }  // namespace kvfold::core
 

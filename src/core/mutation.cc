@@ -102,16 +102,12 @@ constexpr const char* kKnown[] = {
     "deadlines-ignored",               // watch: a TTL without limit markers never deletes its key
     "expire-by-server-clock",  // watch: deadlines pass by the server's clock, not the fold's anchor
     "expire-unchecked",        // watch: a due deadline deletes the key whatever rewrote it since
-    "expire-assume-history-one",  // watch: an expiry deletes the key, never uncovers an older
-                                  // message
-    "expire-no-recheck",   // watch: a key the server still holds at its deadline is never looked at
-                           // again
-    "expire-drop-unread",  // watch: keys whose read at their deadline failed are never looked at
-                           // again
+    "expire-assume-history-one",  // watch: an expiry deletes, never uncovers an older message
+    "expire-no-recheck",   // watch: a key the server holds past its deadline is never read again
+    "expire-drop-unread",  // watch: keys whose read at their deadline failed are dropped
     "deadlines-kept-after-repair",  // watch: the deadline queue is not read again after a repair
     "markers-on-forget-earlier-deadlines",  // watch: markers turned on drop earlier deadlines
-    "expire-uncover-at-old-revision",       // watch: an uncovered message folds at its own, lower
-                                            // revision
+    "expire-uncover-at-old-revision",       // watch: an uncovered message folds at its lower seq
     "rebase-keep-deadline",                 // repair: a rebased entry keeps its old-stream deadline
     "expire-by-received-anchor",  // watch: deadlines pass by received's anchor (a relist moves it)
     "audit-uncovered-stale",      // audit: a fold holding an uncovered message counts as stale

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/backoff.h"
+#include "core/message_ttl.h"
 #include "core/mutation.h"
 #include "kvfold/retention.h"
 
@@ -106,8 +107,9 @@ Status WatchLoop::Run() {
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       fold_empty_ = false;
       new_keys_through_ = 0;
-      // A restore brings deadlines of its own.
-      if (!KVFOLD_MUTANT("deadlines-kept-after-repair")) ForgetDeadlines();
+      // A restore or relist brings deadlines (and a position) of its own;
+      // a reconcile only deletes keys, whose items then fall stale.
+      if (rewrites && !KVFOLD_MUTANT("deadlines-kept-after-repair")) ForgetDeadlines();
       if (r.ok()) {
         if (opt_.stop.stop_requested()) return Flush();
         source_moved_ = false;
@@ -148,12 +150,12 @@ void WatchLoop::NoteRetention(const StreamState& state) {
   if (!markers) markers_since_ns_ = 0;
   markers_written_ = markers;
   // Where limit markers announce every expiry (history 1): no queue.
-  const bool deadlines = state.allow_msg_ttl &&
-                         (!markers || state.history != 1 || markers_since_ns_ > 0) &&
-                         !KVFOLD_MUTANT("deadlines-ignored");
+  const bool deadlines =
+      (core::ExpiriesMayGoUnmarked(state) || (state.allow_msg_ttl && markers_since_ns_ > 0)) &&
+      !KVFOLD_MUTANT("deadlines-ignored");
   if (deadlines != deadlines_apply_) ForgetDeadlines();
   deadlines_apply_ = deadlines;
-  if (deadlines && state.marker_ttl_ns <= 0 && !warned_ttl_without_markers_) {
+  if (deadlines && !markers && !warned_ttl_without_markers_) {
     warned_ttl_without_markers_ = true;
     Log(LogLevel::kWarning,
         "bucket " + source_.bucket() +

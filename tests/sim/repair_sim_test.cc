@@ -2019,54 +2019,41 @@ TEST(RepairSimTest, AKeyWhoseTtlPassedWithoutAMarkerLeavesTheFoldAtItsDeadline) 
 
 // A deadline applies to the revision that carried it: a key rewritten
 // without a TTL before its deadline stays, also when the fold learns of
-// the rewrite only after the deadline passed (a restart behind it).
+// the rewrite only after the deadline passed: behind a restart, and behind
+// a relist, which re-anchors the fold at its listing but leaves the
+// rewrites after the cursor to the delivery. The expiry clock moves only
+// with what was received (or a read that found nothing after it), so the
+// old deadline never deletes a key the bucket rewrote in time.
 TEST(RepairSimTest, AKeyRewrittenBeforeItsDeadlineStays) {
-  SimBucket b;
-  b.SetHistoryOne(true);
-  b.SetMessageTtl(std::chrono::milliseconds(0));
-  b.Put("keep", "1");
-  b.PutWithTtl("again", "short-lived", std::chrono::seconds(5));
-  Node n;
-  ASSERT_TRUE(RunNode(b, n).ok());
-  b.AdvanceTime(std::chrono::seconds(1));
-  b.Put("again", "kept");  // replaces the TTL message, no TTL of its own
-  b.AdvanceTime(std::chrono::seconds(10));
-  ASSERT_TRUE(RunNode(b, n).ok());
-  ExpectConverged(b, n);
-  EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
-  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
-}
-
-// A relist re-anchors the fold at its listing but leaves the rewrites
-// after the cursor to the delivery: until they arrive, the fold holds a
-// key's old revision, whose deadline passed long before the listing. The
-// expiry clock moves only with what was received (or a read that found
-// nothing after it), so the old deadline never deletes a key the bucket
-// rewrote in time.
-TEST(RepairSimTest, ARelistNeverExpiresAKeyRewrittenBeforeItsDeadline) {
-  SimBucket b;
-  b.SetHistoryOne(true);
-  b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
-  b.Put("keep", "1");
-  b.PutWithTtl("again", "short-lived", std::chrono::seconds(5));
-  Node n;
-  ASSERT_TRUE(RunNode(b, n).ok());
-  b.AdvanceTime(std::chrono::seconds(1));
-  // A gap only a relist can close: the stream's first message is beyond
-  // the cursor's next.
-  b.Put("gone", "1");
-  b.PurgeMarker(b.Delete("gone"));
-  b.Put("again", "kept");  // before the deadline, no TTL of its own
-  b.Put("keep", "2");
-  b.AdvanceTime(std::chrono::seconds(10));
-  RelistCounter relists;
-  WatchOptions o = Fast();
-  relists.Arm(o);
-  ASSERT_TRUE(RunNode(b, n, o).ok());
-  ASSERT_EQ(relists.done, 1);
-  ExpectConverged(b, n);
-  EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
-  EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0) << "the hook saw a delete the bucket never had";
+  for (bool relist : {false, true}) {
+    SCOPED_TRACE(relist ? "behind a relist" : "behind a restart");
+    SimBucket b;
+    b.SetHistoryOne(true);
+    b.SetMessageTtl(std::chrono::milliseconds(0));  // TTL allowed, no markers
+    b.Put("keep", "1");
+    b.PutWithTtl("again", "short-lived", std::chrono::seconds(5));
+    Node n;
+    ASSERT_TRUE(RunNode(b, n).ok());
+    b.AdvanceTime(std::chrono::seconds(1));
+    if (relist) {
+      // A gap only a relist can close: the stream's first message ends up
+      // beyond the cursor's next.
+      b.Put("gone", "1");
+      b.PurgeMarker(b.Delete("gone"));
+    }
+    b.Put("again", "kept");  // replaces the TTL message, no TTL of its own
+    if (relist) b.Put("keep", "2");
+    b.AdvanceTime(std::chrono::seconds(10));
+    RelistCounter relists;
+    WatchOptions o = Fast();
+    relists.Arm(o);
+    ASSERT_TRUE(RunNode(b, n, o).ok());
+    ASSERT_EQ(relists.done, relist ? 1 : 0);
+    ExpectConverged(b, n);
+    EXPECT_EQ(LiveEntries(*n.fold)["again"].value, "kept");
+    EXPECT_EQ(n.by_origin[ChangeOrigin::kExpiry], 0)
+        << "the hook saw a delete the bucket never had";
+  }
 }
 
 // Deadlines come to apply mid-run (the bucket's limit markers were turned
