@@ -234,6 +234,111 @@ TEST_P(FoldContractTest, StatedCountChangeIsApplied) {
   EXPECT_EQ(fold_->Commit(below).code(), Status::Code::kInternal);
 }
 
+// A run of new keys (a first sync's) lands whole with its cursor and
+// counts, and later commits of either kind build on it.
+TEST_P(FoldContractTest, ACommitOfNewKeysLandsWithItsCursorAndCounts) {
+  FoldCommit run;
+  run.entries["b"] = Entry{2, false, "w"};
+  run.entries["a"] = Entry{1, false, "v", 77};
+  run.entries["c"] = Entry{3, true, ""};
+  run.counts = FoldCommit::CountChange{2, 3};
+  run.new_keys = true;
+  run.cursor = 3;
+  run.cursor_time_ns = 42;
+  run.bucket = "b";
+  ASSERT_TRUE(fold_->Commit(run).ok());
+  FoldCommit next = run;
+  next.entries = {{"d", Entry{5, false, "x"}}};
+  next.counts = FoldCommit::CountChange{1, 1};
+  next.cursor = 6;
+  next.bucket.reset();
+  ASSERT_TRUE(fold_->Commit(next).ok());
+  FoldCommit update;
+  update.entries["a"] = Entry{7, true, ""};
+  update.cursor = 7;
+  ASSERT_TRUE(fold_->Commit(update).ok());
+  auto m = fold_->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->cursor, 7u);
+  EXPECT_EQ(m->bucket, "b");
+  EXPECT_EQ(m->live_keys, 2u);
+  EXPECT_EQ(m->entries, 4u);
+  EXPECT_EQ(m->max_revision, 7u);
+  auto all = ScanAll("", true);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].first, "a");
+  EXPECT_TRUE(all[0].second.deleted);
+  EXPECT_EQ(all[1].second, (Entry{2, false, "w"}));
+  EXPECT_EQ(all[3].second, (Entry{5, false, "x"}));
+  Entry a;
+  ASSERT_TRUE(fold_->Get("a", &a).ok());
+  EXPECT_EQ(a.revision, 7u);
+}
+
+TEST_P(FoldContractTest, ACommitOfNewKeysStatesItsCountsAndNeitherClearsNorRebases) {
+  FoldCommit c;
+  c.entries["a"] = Entry{1, false, "v"};
+  c.new_keys = true;
+  EXPECT_EQ(fold_->Commit(c).code(), Status::Code::kInvalidArgument);
+  c.counts = FoldCommit::CountChange{1, 1};
+  c.clear_entries = true;
+  EXPECT_EQ(fold_->Commit(c).code(), Status::Code::kInvalidArgument);
+  c.clear_entries = false;
+  c.rebase = true;
+  c.stream_created = "x";
+  EXPECT_EQ(fold_->Commit(c).code(), Status::Code::kInvalidArgument);
+  auto m = fold_->ReadMeta();
+  EXPECT_EQ(m->entries, 0u);
+}
+
+TEST(MemoryFoldTest, ACommitOfNewKeysBringingAHeldKeyIsRefused) {
+  auto fold = NewMemoryFold();
+  FoldCommit c;
+  c.entries["a"] = Entry{1, false, "v"};
+  c.counts = FoldCommit::CountChange{1, 1};
+  c.new_keys = true;
+  ASSERT_TRUE(fold->Commit(c).ok());
+  c.entries["a"] = Entry{2, false, "w"};
+  c.counts = FoldCommit::CountChange{0, 0};
+  EXPECT_EQ(fold->Commit(c).code(), Status::Code::kInternal);
+}
+
+// The RocksDB fold links a run of new keys in as a table file: nothing of
+// it goes through the write-ahead log, and it survives a reopen.
+TEST(RocksFoldTest, ACommitOfNewKeysIsIngestedAsATableFile) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto table_files = [&] {
+    int n = 0;
+    for (const auto& f : std::filesystem::directory_iterator(path)) {
+      if (f.path().extension() == ".sst") ++n;
+    }
+    return n;
+  };
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const int before = table_files();
+    FoldCommit run;
+    for (int i = 0; i < 100; ++i)
+      run.entries["k" + std::to_string(i)] = Entry{uint64_t(i + 1), false, "v"};
+    run.counts = FoldCommit::CountChange{100, 100};
+    run.new_keys = true;
+    run.cursor = 100;
+    ASSERT_TRUE((*f)->Commit(run).ok());
+    EXPECT_GT(table_files(), before);
+    EXPECT_FALSE(std::filesystem::exists(path + "/kvfold-load/run.sst"));
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto m = (*f)->ReadMeta();
+  EXPECT_EQ(m->cursor, 100u);
+  EXPECT_EQ(m->entries, 100u);
+  Entry e;
+  ASSERT_TRUE((*f)->Get("k42", &e).ok());
+  EXPECT_EQ(e.revision, 43u);
+}
+
 TEST(MemoryFoldTest, AWrongStatedCountChangeIsRefused) {
   auto fold = NewMemoryFold();
   FoldCommit c;

@@ -128,6 +128,14 @@ struct FoldCommit {
     int64_t entries = 0;
   };
   std::optional<CountChange> counts;
+  // Every entry is a key the fold holds no record of, and `counts` says so
+  // (a first state sync into an empty fold): the RocksDB fold then writes
+  // the entries as a table file and links it in (SST ingestion) together
+  // with the metadata and cursor, in one atomic step, instead of through
+  // its log and memtables. Requires `counts`; refused with clear_entries or
+  // rebase. A key the fold does hold breaks the counts, as a wrong
+  // `counts` does; the memory fold checks it and refuses. Default: false.
+  bool new_keys = false;
   // Lets the cursor move backward, together with a new stream_created: a
   // fold rebuilt against a recreated stream starts that stream's sequences
   // over. Default: false (a lower cursor is refused).
@@ -136,7 +144,7 @@ struct FoldCommit {
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
            !bucket && !scope && !stream_created && !seeding && !eviction_observed &&
-           !eviction_cause && !last_repair && !counts;
+           !eviction_cause && !last_repair && !counts && !new_keys;
   }
 };
 

@@ -60,6 +60,7 @@ struct MirrorFlags {
   std::vector<std::string> scope;
   bool until_caught_up = false;
   size_t batch = 1000;
+  size_t sync_run_kib = 4096;
   bool no_sync = false;
   std::string metrics_addr;
   std::string ready_max_lag;  // default: HealthOptions::max_lag
@@ -171,6 +172,9 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
   if (!scope.ok()) return scope.status();
   plan.scope = *scope;
   if (f.batch == 0) return Status::InvalidArgument("--batch must be > 0");
+  if (f.sync_run_kib == 0 || f.sync_run_kib > (size_t{1} << 30)) {
+    return Status::InvalidArgument("--sync-run-kib must be between 1 and 1073741824");
+  }
   KVFOLD_RETURN_IF_ERROR(ResolveConnectFlags(&f.connect, true));
   KVFOLD_RETURN_IF_ERROR(ResolveTransportFlags(&f.transport));
   if (f.export_to.empty() != f.export_every.empty()) {
@@ -250,6 +254,7 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   WatchOptions options;
   options.scope = plan.scope;
   options.batch_size = f.batch;
+  options.sync_run_bytes = f.sync_run_kib << 10;
   options.until_caught_up = f.until_caught_up;
   options.stop = std::move(stop);
   options.repair = plan.repair;
@@ -440,6 +445,9 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_flag("--until-caught-up", flags->until_caught_up,
                 "exit 0 once the fold reached the stream's last sequence at start");
   cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)");
+  cmd->add_option("--sync-run-kib", flags->sync_run_kib,
+                  "KiB of keys and values per run of a first sync into an empty fold, each "
+                  "linked in as one table file (default 4096)");
   cmd->add_option("--export-to", flags->export_to,
                   "export artifacts on a schedule to dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
       ->check(kArtifactLocation);

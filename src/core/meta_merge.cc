@@ -8,6 +8,10 @@ namespace kvfold::core {
 
 Status MergeCommitMeta(const FoldCommit& commit, FoldMeta* meta) {
   const bool rebase = commit.rebase && commit.stream_created;
+  if (commit.new_keys && (!commit.counts || commit.clear_entries || commit.rebase)) {
+    return Status::InvalidArgument(
+        "a commit of new keys states its count change and neither clears nor rebases the fold");
+  }
   if (commit.cursor && meta->cursor && *commit.cursor < *meta->cursor && !rebase &&
       !KVFOLD_MUTANT("fold-cursor-backward")) {
     return Status::FailedPrecondition("refusing to move the fold's cursor backward from " +

@@ -46,6 +46,7 @@ void PendingBatch::Complete(FoldCommit* commit) const {
   if (cursor_) commit->cursor_time_ns = cursor_time_ns_;
   if (all_known_new_ && !commit->entries.empty() && !commit->clear_entries && !commit->counts) {
     commit->counts = new_counts_;
+    commit->new_keys = true;
   }
 }
 

@@ -34,7 +34,8 @@ class PendingBatch {
   // `known_new`: the caller has proven the key absent from the fold and
   // from everything handed to it before (WatchLoop's first state sync into
   // an empty fold). While every entry pending is known new, the commit
-  // states its count change and the store skips reading the keys.
+  // states its count change and is marked FoldCommit::new_keys: the store
+  // skips reading the keys and may ingest them as a table file.
   void Put(const std::string& key, Entry entry, bool known_new = false);
 
   // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
@@ -49,6 +50,9 @@ class PendingBatch {
   const FoldCommit& meta() const { return pending_; }
 
   size_t changes() const { return pending_.entries.size(); }
+  // Something is pending and every entry is known new (see Put): the
+  // batch is a run of a first state sync.
+  bool AllKnownNew() const { return all_known_new_ && !pending_.entries.empty(); }
   // The keys and values pending, in bytes: what the batch holds in memory,
   // give or take the per-entry overhead.
   size_t bytes() const { return bytes_; }

@@ -78,6 +78,10 @@ class MemoryFold final : public Fold {
       FoldMeta claimed = expected;
       for (const auto& [key, entry] : commit.entries) {
         auto it = commit.clear_entries ? entries_.end() : entries_.find(key);
+        if (commit.new_keys && it != entries_.end()) {
+          return Status::Internal("a commit of new keys brings key " + key +
+                                  ", which the fold holds");
+        }
         store::CountReplacement(it == entries_.end() ? nullptr : &it->second, entry, &expected);
       }
       KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &claimed));

@@ -20,6 +20,7 @@
 #include "core/mutation.h"
 #include "kvfold/fold.h"
 #include "store/info_log.h"
+#include "store/ingestion_guard.h"
 #include "store/record_codec.h"
 #include "store/rocks_fold_env.h"
 
@@ -59,9 +60,10 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
 
 class RocksFold final : public Fold {
  public:
-  RocksFold(std::unique_ptr<rocksdb::DB> db, std::string path, FoldOptions options,
-            std::string secondary_dir, bool format_v1)
-      : db_(std::move(db)),
+  RocksFold(std::unique_ptr<store::IngestionGuard> guard, std::unique_ptr<rocksdb::DB> db,
+            std::string path, FoldOptions options, std::string secondary_dir, bool format_v1)
+      : guard_(std::move(guard)),
+        db_(std::move(db)),
         path_(std::move(path)),
         options_(options),
         secondary_dir_(std::move(secondary_dir)),
@@ -165,6 +167,7 @@ class RocksFold final : public Fold {
     const FoldMeta& before = *current;
     FoldMeta meta = before;
     KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &meta));
+    if (commit.new_keys && !commit.entries.empty()) return CommitByIngestion(commit, before, meta);
     rocksdb::WriteBatch batch;
     if (commit.clear_entries) {
       const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
@@ -185,6 +188,54 @@ class RocksFold final : public Fold {
     PutChangedMeta(before, meta, commit.clear_entries || !commit.entries.empty() || commit.counts,
                    &batch);
     return Write(&batch, options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync"));
+  }
+
+  // A commit of new keys (a run of a first state sync): its entries in one
+  // table file and its metadata in another, linked in by one ingestion,
+  // which RocksDB records in one manifest write: the cursor lands with its
+  // run or not at all, and the entries skip the log and the memtables.
+  Status CommitByIngestion(const FoldCommit& commit, const FoldMeta& before, FoldMeta meta) {
+    KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
+    for (const auto& kv : commit.entries) {
+      meta.max_revision = std::max(meta.max_revision, kv.second.revision);
+    }
+    KVFOLD_RETURN_IF_ERROR(StartStaging());
+    const std::string file = StagingDir() + "/run.sst";
+    const rocksdb::Options options = db_->GetOptions();
+    rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
+    auto s = writer.Open(file);
+    for (auto it = commit.entries.begin(); s.ok() && it != commit.entries.end(); ++it) {
+      s = writer.Put(store::EntryStoreKey(it->first), store::EncodeEntry(it->second));
+    }
+    if (s.ok()) s = writer.Finish();  // synced
+    if (!s.ok()) return FromRocks(s, "staging a run of fold " + path_);
+    rocksdb::WriteBatch meta_batch;
+    if (meta.cursor != before.cursor) {
+      meta_batch.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
+    }
+    PutChangedMeta(before, meta, /*counts_changed=*/true, &meta_batch);
+    if (KVFOLD_MUTANT("fold-ingest-cursor-apart")) {  // the planted bug: cursor before its run
+      KVFOLD_RETURN_IF_ERROR(Write(&meta_batch, options_.sync));
+      meta_batch.Clear();
+    }
+    return IngestStaged({file}, meta_batch);
+  }
+
+  // Links `files` (staged table files of entries, in key order) and the
+  // puts and deletes of `meta_batch` in by one ingestion; a failure stops
+  // the fold as a failed write does. The staging directory is emptied.
+  Status IngestStaged(std::vector<std::string> files, const rocksdb::WriteBatch& meta_batch);
+
+  // Empties the staging directory (what a killed ingestion left there
+  // the first time) and makes sure it exists.
+  Status StartStaging() {
+    if (!staging_cleared_) {
+      KVFOLD_RETURN_IF_ERROR(ClearStaging());
+      staging_cleared_ = true;
+    }
+    auto s = db_->GetEnv()->CreateDirIfMissing(StagingDir());
+    if (!s.ok()) return FromRocks(s, "creating " + StagingDir());
+    return Status::OK();
   }
 
   // Puts the commit's entries into `batch`, counting them into `meta`:
@@ -306,6 +357,9 @@ class RocksFold final : public Fold {
     return Status::OK();
   }
 
+  // Under db_ (declared first: it outlives the database): null for a
+  // read-only follower, which ingests nothing.
+  std::unique_ptr<store::IngestionGuard> guard_;
   std::unique_ptr<rocksdb::DB> db_;
   std::string path_;
   FoldOptions options_;
@@ -313,7 +367,8 @@ class RocksFold final : public Fold {
   // A format-1 fold read as it is: whatever max_revision it holds, a build
   // that did not keep it may have written after.
   bool format_v1_;
-  std::string write_error_;  // the failed write that stopped the fold; empty: none
+  std::string write_error_;       // the failed write that stopped the fold; empty: none
+  bool staging_cleared_ = false;  // of what an earlier process left
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.
@@ -498,12 +553,16 @@ Status RocksFold::FinishLoad(const FoldCommit& commit, const std::vector<std::st
   }
   PutChangedMeta(before, meta, loaded > 0, &batch);
   if (files.empty()) return Write(&batch, options_.sync);
+  return IngestStaged(files, batch);
+}
+
+Status RocksFold::IngestStaged(std::vector<std::string> files,
+                               const rocksdb::WriteBatch& meta_batch) {
   // The metadata goes in a table file of its own, after the entries' in
   // key order ('m' > 'e'), so one ingestion makes everything visible at
   // once: RocksDB records it in one manifest write.
-  std::vector<std::string> all = files;
   SortedOps sorted;
-  auto s = batch.Iterate(&sorted);
+  auto s = meta_batch.Iterate(&sorted);
   if (!s.ok()) return FromRocks(s, "staging the metadata of fold " + path_);
   if (!sorted.ops.empty()) {
     const rocksdb::Options options = db_->GetOptions();
@@ -515,17 +574,22 @@ Status RocksFold::FinishLoad(const FoldCommit& commit, const std::vector<std::st
     }
     if (s.ok()) s = writer.Finish();
     if (!s.ok()) return FromRocks(s, "staging the metadata of fold " + path_);
-    all.push_back(meta_file);
+    files.push_back(meta_file);
   }
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;           // hard links: the staged files are the fold's
   ingest.write_global_seqno = false;  // no write into a linked file
-  s = db_->IngestExternalFile(all, ingest);
+  {
+    store::IngestionGuard::Ingesting ingesting(*guard_);
+    s = db_->IngestExternalFile(files, ingest);
+  }
   if (!s.ok()) {
     // As a failed write: stop (see Write).
     write_error_ = s.ToString();
     return Stopped();
   }
+  // Ingested files are hard links: the fold keeps its own.
+  (void)ClearStaging();
   return Status::OK();
 }
 
@@ -688,8 +752,12 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   // The directory checks are about the real disk; an Env's paths are its own.
   if (env == nullptr) KVFOLD_RETURN_IF_ERROR(CheckDirectory(path, options));
   rocksdb::Options ro;
+  std::unique_ptr<IngestionGuard> guard;
+  if (!options.read_only) {
+    guard = std::make_unique<IngestionGuard>(env);
+    ro.env = guard->env();
+  }
   if (env != nullptr) {
-    ro.env = env;
     // A simulated Env reopens a small fold thousands of times: loading its
     // tables inline spares the 16 threads each open would start and stop.
     ro.max_file_opening_threads = 1;
@@ -803,8 +871,8 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
                               std::string(kFormatV2) + "\" and \"" + std::string(kFormatValue) +
                               "\"");
   }
-  auto fold = std::make_unique<RocksFold>(std::move(db), path, options, std::move(secondary_dir),
-                                          format_v1);
+  auto fold = std::make_unique<RocksFold>(std::move(guard), std::move(db), path, options,
+                                          std::move(secondary_dir), format_v1);
   // What a loader killed midway staged: its hard links would keep table
   // files alive that the fold has since compacted away. Best effort: it
   // only costs disk, and the next loader clears it or fails naming it.

@@ -51,18 +51,24 @@ bool CommitPipeline::AnchorRefreshDue() const {
 bool CommitPipeline::HasWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
 
 bool CommitPipeline::BatchFull() const {
+  // A run of new keys (a first state sync) is bounded by its bytes alone:
+  // the store ingests it as one table file, whose cost is mostly per file.
+  if (pending_.AllKnownNew()) return pending_.bytes() >= opt_.sync_run_bytes;
   if (pending_.changes() >= opt_.batch_size) return true;
   return pending_.bytes() >= opt_.batch_bytes && !KVFOLD_MUTANT("batch-ignore-bytes");
+}
+
+bool CommitPipeline::RoomBesideInFlight() const {
+  if (pending_.AllKnownNew()) return !BatchFull();
+  return pending_.changes() < 8 * opt_.batch_size &&
+         (pending_.bytes() < opt_.batch_bytes || KVFOLD_MUTANT("batch-ignore-bytes"));
 }
 
 Status CommitPipeline::TryCommit(bool force, const std::function<Status()>& prove) {
   if (committer_.in_flight()) {
     // Keep receiving while the store writes, up to a bound on memory: the
     // batch in flight and one more of at most batch_bytes.
-    if (!force && !committer_.finished() && pending_.changes() < 8 * opt_.batch_size &&
-        (pending_.bytes() < opt_.batch_bytes || KVFOLD_MUTANT("batch-ignore-bytes"))) {
-      return Status::OK();
-    }
+    if (!force && !committer_.finished() && RoomBesideInFlight()) return Status::OK();
     KVFOLD_RETURN_IF_ERROR(Collect());
   }
   if (!HasWork()) return Status::OK();

@@ -34,6 +34,7 @@ struct CommitPipelineOptions {
   bool background = true;       // WatchOptions::commit_in_background
   size_t batch_size = 1;        // WatchOptions::batch_size
   size_t batch_bytes = 1;       // WatchOptions::batch_bytes
+  size_t sync_run_bytes = 1;    // WatchOptions::sync_run_bytes
   int max_commit_failures = 1;  // WatchOptions::max_commit_failures
   WatchMetrics* metrics = nullptr;
   std::function<void(LogLevel, const std::string&)> log;
@@ -73,8 +74,12 @@ class CommitPipeline {
       const std::function<bool(std::string_view key, const Entry& entry)>& fn) const;
   // A commit would change the fold.
   bool HasWork() const;
-  // What is pending reached batch_size changes or batch_bytes bytes.
+  // What is pending reached batch_size changes or batch_bytes bytes; a
+  // run of new keys (PendingBatch::AllKnownNew), sync_run_bytes alone.
   bool BatchFull() const;
+  // A run of new keys is pending: it commits when full, or when the
+  // delivery has nothing more at once (WatchLoop), not on the linger.
+  bool RunPending() const { return pending_.AllKnownNew(); }
 
   // Hands what is pending over unless a retry is not due yet, first
   // collecting the batch in flight (once it is done, or whatever its state
@@ -93,6 +98,9 @@ class CommitPipeline {
   // the batch goes back under what is pending, to be retried.
   Status Collect();
   bool AnchorRefreshDue() const;
+  // While a batch is in flight, the next may still grow: up to 8 x
+  // batch_size changes and batch_bytes, or a full run.
+  bool RoomBesideInFlight() const;
   // The cursor of the last batch handed over, else the fold's.
   std::optional<uint64_t> Handed() const;
   void Log(LogLevel level, const std::string& line) const {

@@ -18,9 +18,11 @@ namespace kvfold {
 using std::chrono::milliseconds;
 
 Status WatchLoop::Prepare() {
-  if (opt_.batch_size == 0 || opt_.batch_bytes == 0 || opt_.max_commit_failures <= 0) {
+  if (opt_.batch_size == 0 || opt_.batch_bytes == 0 || opt_.sync_run_bytes == 0 ||
+      opt_.max_commit_failures <= 0) {
     return Status::InvalidArgument(
-        "WatchOptions: batch_size, batch_bytes and max_commit_failures must be > 0");
+        "WatchOptions: batch_size, batch_bytes, sync_run_bytes and max_commit_failures must be "
+        "> 0");
   }
   if (opt_.reconnect_backoff_min.count() <= 0 ||
       opt_.reconnect_backoff_max < opt_.reconnect_backoff_min) {

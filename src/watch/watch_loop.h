@@ -59,6 +59,7 @@ class WatchLoop {
     o.background = opt_.commit_in_background;
     o.batch_size = opt_.batch_size;
     o.batch_bytes = opt_.batch_bytes;
+    o.sync_run_bytes = opt_.sync_run_bytes;
     o.max_commit_failures = opt_.max_commit_failures;
     o.metrics = opt_.metrics;
     o.log = [this](LogLevel level, const std::string& line) { Log(level, line); };
@@ -238,6 +239,8 @@ class WatchLoop {
   // idle probe so a quiet prefix is proven before retention reaches it.
   StreamState last_state_;
   bool probe_soon_ = false;
+  // The last message said more is waiting in the delivery (a hint).
+  bool delivery_has_more_ = false;
   // The stream's head as delivered messages suggest (a hint, for metrics).
   uint64_t head_hint_ = 0;
   // The fold's max_revision as of the last Prepare or repair: the watcher's

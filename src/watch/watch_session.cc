@@ -235,7 +235,11 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     if (moved_since_open_ && !KVFOLD_MUTANT("watch-keep-delivery-after-move")) {
       return Status::OK();
     }
-    if (PendingWork() && arrived - oldest_pending_ >= opt_.linger) {
+    // A run of a first state sync waits for its bytes while the delivery
+    // has more at once: the fewer and larger the runs, the cheaper.
+    const bool run_filling =
+        pipeline_.RunPending() && delivery_has_more_ && ev->kind == DeliveryEvent::Kind::kMessage;
+    if (PendingWork() && arrived - oldest_pending_ >= opt_.linger && !run_filling) {
       KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/false));
     }
   }
@@ -273,10 +277,16 @@ Status WatchLoop::Take(const BucketMessage& m, uint64_t sequential_from, bool* k
 
 Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
                             bool* keep) {
+  // The first message past the first sync's new keys ends its run: the
+  // run goes in whole as new keys, and this message in a batch after it.
+  if (m.seq > new_keys_through_ && pipeline_.RunPending() && opt_.scope.Contains(m.key)) {
+    KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
+  }
   KVFOLD_RETURN_IF_ERROR(Take(m, sequential_from, keep));
   if (!*keep) return Status::OK();
   // A hint only: it makes the probe come sooner, it proves nothing.
   if (m.pending == 0) probe_soon_ = true;
+  delivery_has_more_ = m.pending > 0;
   if (floor_due) {
     auto c = CheckFloor();
     if (!c.ok()) {

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -145,6 +146,10 @@ struct Target {
   std::vector<std::string> repair_args;  // --repair, --artifacts ...
   bool seeded = true;                    // a seed slot is mirrored once seeded
   bool needs_repair = false;             // an expiry happened while it was down
+  // Started empty again after a round that finished, or at random after
+  // one that was killed: its mirror is killed mid first sync, in its runs.
+  bool first_syncs = false;
+  bool synced = false;  // its last round ended unkilled
 };
 
 // The exit status of `pid` if it has ended (reaped), else nullopt.
@@ -182,6 +187,10 @@ class KillCampaignTest : public ::testing::Test {
     static const char* kBatches[] = {"50", "200", "1000"};
     args.push_back("--batch");
     args.push_back(kBatches[rng_() % 3]);
+    // Small runs spread a first sync over many table files the same way.
+    static const char* kRuns[] = {"16", "64", "4096"};
+    args.push_back("--sync-run-kib");
+    args.push_back(t.first_syncs ? kRuns[rng_() % 2] : kRuns[rng_() % 3]);
     if (rng_() % 2) args.push_back("--no-sync");
     return args;
   }
@@ -378,11 +387,55 @@ class KillCampaignTest : public ::testing::Test {
 
   // One mirror run of `t`, killed at a random moment: while it catches up,
   // idles, or (targeted, mostly, when it is known to need one) repairs.
+  // A mirror into a fold its last round left empty or partly synced,
+  // killed a little after its first run landed (its cursor appeared).
+  int FirstSyncRound(Target& t, bool until) {
+    const uint64_t head = admin_.LastSeq(t.bucket);
+    const bool empty = !std::filesystem::exists(Path(t.name));
+    // Runs of a few dozen keys (MirrorArgs): many of them, and a kill
+    // between two.
+    pid_t pid = SpawnCli(MirrorArgs(t, until), Path(t.name + ".out"), Path(t.name + ".err"));
+    std::optional<int> code;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!(code = ExitedYet(pid)) && Clock::now() < deadline && empty && !Cursor(t.name)) {
+      std::this_thread::sleep_for(milliseconds(2));
+    }
+    if (!code) {
+      std::this_thread::sleep_for(milliseconds(rng_() % (first_sync_ms_ / 4 + 1)));
+      kill(pid, SIGKILL);
+      code = WaitExit(pid);
+    }
+    if (*code == 128 + SIGKILL) {
+      ++kills_;
+      ++kills_by_["first sync"];
+      // Between two runs: a cursor behind the head at the start, which
+      // the first sync goes past.
+      auto c = Cursor(t.name);
+      if (empty && c && *c < head) ++kills_between_runs_;
+    } else {
+      EXPECT_EQ(*code, 0) << t.name << ": " << ReadWholeFile(Path(t.name + ".err"));
+    }
+    return *code;
+  }
+
+  Target& Fresh() {
+    for (auto& t : targets_) {
+      if (t.first_syncs) return t;
+    }
+    std::abort();
+  }
+
   void MirrorRound(Target& t) {
+    if (t.first_syncs && (t.synced || rng_() % 2)) {
+      std::filesystem::remove_all(Path(t.name));
+      t.synced = false;
+    }
     const bool until = rng_() % 10 < 3;
     const bool targeted = t.needs_repair && rng_() % 4 != 0;
     const milliseconds delay(targeted ? rng_() % 80 : rng_() % 700);
-    const int code = SpawnAndKill(MirrorArgs(t, until), t.name, delay, targeted);
+    const int code = t.first_syncs ? FirstSyncRound(t, until)
+                                   : SpawnAndKill(MirrorArgs(t, until), t.name, delay, targeted);
+    if (t.first_syncs && code != 128 + SIGKILL) t.synced = true;
     const std::string log = ReadWholeFile(Path(t.name + ".err"));
     if (Contains(log, "relist done") || Contains(log, "restore done") || code == 0) {
       t.needs_repair = false;
@@ -474,7 +527,8 @@ class KillCampaignTest : public ::testing::Test {
   std::mt19937_64 rng_;
   std::vector<Target> targets_;
   pid_t keeper_ = -1;
-  uint64_t export_ms_ = 0, seed_ms_ = 0;
+  uint64_t export_ms_ = 0, seed_ms_ = 0, first_sync_ms_ = 0;
+  int kills_between_runs_ = 0;  // of a first sync: its fold partly synced
   int kills_ = 0, kills_mid_repair_ = 0, episodes_ = 0, seeds_discarded_ = 0;
   std::map<std::string, int> kills_by_;
   std::set<std::string> verified_;
@@ -517,9 +571,17 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   t0 = Clock::now();
   ASSERT_EQ(Run({"seed", "--fold", Path("seed0"), "--from", Arts()}).code, 0);
   seed_ms_ = std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
-  std::fprintf(stderr, "kill campaign: a clean export takes %llu ms, a seed %llu ms\n",
-               static_cast<unsigned long long>(export_ms_),
-               static_cast<unsigned long long>(seed_ms_));
+  t0 = Clock::now();
+  ASSERT_EQ(Run({"mirror", "--server", server_.url(), "--bucket", kHist, "--fold",
+                 Path("first-sync"), "--until-caught-up", "--sync-run-kib", "64"})
+                .code,
+            0);
+  first_sync_ms_ = std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
+  std::filesystem::remove_all(Path("first-sync"));
+  std::fprintf(
+      stderr, "kill campaign: a clean export takes %llu ms, a seed %llu ms, a first sync %llu ms\n",
+      static_cast<unsigned long long>(export_ms_), static_cast<unsigned long long>(seed_ms_),
+      static_cast<unsigned long long>(first_sync_ms_));
   CheckArtifacts();
 
   const std::vector<std::string> restore = {"--repair", "restore", "--artifacts", Arts()};
@@ -527,6 +589,7 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   targets_ = {
       {"h-ac", kHist, {"a.", "c."}, {"--repair", "relist"}},
       {"h-all", kHist, {}, {}},  // auto -> relist
+      {"h-fresh", kHist, {}, {}, true, false, /*first_syncs=*/true},
       {"e-ab", kEvict, {"a.", "b."}, restore},
       {"e-all", kEvict, {}, auto_restore},
       {"seed0", kEvict, {}, auto_restore, true},
@@ -535,6 +598,12 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
       {"seed3", kEvict, {}, auto_restore, false},
   };
 
+  // At least one kill between the runs of a first sync, whatever the
+  // dice say later.
+  for (int tries = 0; tries < 5 && kills_between_runs_ == 0; ++tries) {
+    std::filesystem::remove_all(Path("h-fresh"));
+    FirstSyncRound(Fresh(), /*until=*/false);
+  }
   auto last_export = Clock::now();
   for (int round = 0; kills_ < target; ++round) {
     ASSERT_LT(round, target * 10) << "too few rounds ended in a kill";
@@ -572,7 +641,8 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
       for (auto& t : targets_) {
         if (t.seeded) ready.push_back(&t);
       }
-      MirrorRound(*ready[rng_() % ready.size()]);
+      // A quarter of the rounds are first syncs.
+      MirrorRound(rng_() % 4 == 0 ? Fresh() : *ready[rng_() % ready.size()]);
     }
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -611,10 +681,10 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   std::string by;
   for (const auto& [what, n] : kills_by_) by += " " + what + " " + std::to_string(n);
   std::fprintf(stderr,
-               "kill campaign: killed%s; %d mid-repair; %d expiry episodes; %d seeds discarded; "
-               "%llu writes; "
-               "campaign %lld ms, whole test %lld ms\n",
-               by.c_str(), kills_mid_repair_, episodes_, seeds_discarded_,
+               "kill campaign: killed%s; %d mid-repair; %d between the runs of a first sync; %d "
+               "expiry episodes; %d seeds discarded; %llu writes; campaign %lld ms, whole test "
+               "%lld ms\n",
+               by.c_str(), kills_mid_repair_, kills_between_runs_, episodes_, seeds_discarded_,
                static_cast<unsigned long long>(writer.ops()),
                static_cast<long long>(
                    std::chrono::duration_cast<milliseconds>(campaign_end - started).count()),
@@ -626,6 +696,7 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   EXPECT_GE(kills_, target);
   // Kills must have landed where the campaign says they do.
   EXPECT_GT(kills_mid_repair_, 0);
+  EXPECT_GT(kills_between_runs_, 0);
   EXPECT_GT(kills_by_["export"], 0);
 }
 

@@ -232,6 +232,21 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
     }
     return s;
   }
+  // A hard link (what an ingestion of staged table files makes) is a
+  // write operation of the directory like a rename, and may fail or die.
+  IOStatus LinkFile(const std::string& from, const std::string& to, const IOOptions& o,
+                    IODebugContext* d) override {
+    std::lock_guard lock(state_->mu);
+    EnvFault fault = state_->Next();
+    if (fault == EnvFault::kSyncLost) fault = EnvFault::kError;
+    if (fault != EnvFault::kNone) return Injected(fault);
+    IOStatus s = target()->LinkFile(from, to, o, d);
+    if (s.ok()) {
+      auto it = state_->files.find(from);
+      if (it != state_->files.end()) state_->files[to] = it->second;
+    }
+    return s;
+  }
   IOStatus DeleteFile(const std::string& f, const IOOptions& o, IODebugContext* d) override {
     std::lock_guard lock(state_->mu);
     if (state_->dead) return IOStatus::OK();
@@ -295,6 +310,11 @@ FaultEnv::FaultEnv()
 }
 
 FaultEnv::~FaultEnv() = default;
+
+void FaultEnv::Disarm() {
+  std::lock_guard lock(state_->mu);
+  state_->armed.clear();
+}
 
 void FaultEnv::Arm(uint64_t n, EnvFault fault) {
   std::lock_guard lock(state_->mu);

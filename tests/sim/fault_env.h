@@ -52,6 +52,8 @@ class FaultEnv {
   void Arm(uint64_t n, EnvFault fault);
   // Injects `fault` at the `n`-th operation too (a schedule of several).
   void Add(uint64_t n, EnvFault fault);
+  // No fault fires from now on (those armed and not reached are dropped).
+  void Disarm();
   // Whether operation `n` (as counted above) was a sync.
   bool WasSync(uint64_t n) const;
   uint64_t operations() const;

@@ -1654,6 +1654,7 @@ TEST(RepairSimTest, SeparatedCommitFailuresNeverAddUp) {
   WatchOptions o = Fast();
   o.clock = &clock;
   o.batch_size = 2;
+  o.sync_run_bytes = 1;  // the first sync's runs one key each, as many commits
   o.max_commit_failures = 2;
   o.commit_in_background = false;
   // Time passes between messages, so each failed batch is retried (and

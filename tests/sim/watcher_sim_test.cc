@@ -199,6 +199,76 @@ TEST(WatcherSimTest, AFirstStateSyncCountsAsNewOnlyTheKeysItProves) {
   EXPECT_EQ(fold->ReadMeta()->entries, entries);
 }
 
+// A fold that notes what each commit brought, over a memory fold.
+class CommitLog final : public Fold {
+ public:
+  struct Noted {
+    size_t entries;
+    bool new_keys;
+  };
+  explicit CommitLog(Fold& inner) : inner_(inner) {}
+  Status Get(std::string_view k, Entry* e) override { return inner_.Get(k, e); }
+  Status Scan(std::string_view p, bool t,
+              const std::function<bool(std::string_view, const Entry&)>& fn) override {
+    return inner_.Scan(p, t, fn);
+  }
+  Status ScanFrom(std::string_view k, bool t,
+                  const std::function<bool(std::string_view, const Entry&)>& fn) override {
+    return inner_.ScanFrom(k, t, fn);
+  }
+  StatusOr<FoldMeta> ReadMeta() override { return inner_.ReadMeta(); }
+  StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override { return inner_.Snapshot(); }
+  Status Commit(const FoldCommit& c) override {
+    if (!c.entries.empty()) noted.push_back({c.entries.size(), c.new_keys});
+    return inner_.Commit(c);
+  }
+  std::vector<Noted> noted;
+
+ private:
+  Fold& inner_;
+};
+
+// A first state sync into an empty fold commits in runs of new keys,
+// bounded by sync_run_bytes and not by batch_size, and the first message
+// after the sync ends the run it meets: that run still goes in as new
+// keys, the update in a batch of its own.
+TEST(WatcherSimTest, AFirstStateSyncCommitsInRunsOfNewKeysEndedByTheFirstUpdate) {
+  SimBucket b;
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i), "v");  // 4 or 5 bytes a key
+  bool written = false;
+  b.on_open = [&] {
+    if (std::exchange(written, true)) return;
+    b.Put("k.3", "after the sync");
+  };
+  auto memory = NewMemoryFold();
+  CommitLog fold(*memory);
+  WatchOptions o = FastOptions();
+  o.commit_in_background = false;
+  o.batch_size = 1;
+  o.sync_run_bytes = 50;  // runs of 10 to 13 keys
+  o.linger = std::chrono::hours(1);
+  o.until_caught_up = false;
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  o.on_applied = [&](uint64_t cursor) {
+    if (written && cursor >= b.last_seq()) stop.request_stop();
+  };
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
+  size_t new_keys = 0, runs = 0;
+  for (const auto& n : fold.noted) {
+    if (!n.new_keys) continue;
+    ++runs;
+    new_keys += n.entries;
+    EXPECT_GT(n.entries, 1u);
+  }
+  EXPECT_EQ(new_keys, 40u);
+  EXPECT_GE(runs, 3u);
+  ASSERT_FALSE(fold.noted.empty());
+  EXPECT_FALSE(fold.noted.back().new_keys);
+  EXPECT_EQ(fold.noted.back().entries, 1u);
+}
+
 // Invariant 5: a resumed watch replays only the delta.
 TEST(WatcherSimTest, ResumeDeliversOnlyTheDelta) {
   SimBucket b;
