@@ -6,7 +6,7 @@
 // writes into it.
 //
 //   kvfold_bench_tool load     --server URL --bucket B --keys N [--first I] [--value-bytes 100]
-//                              [--history H]
+//                              [--history H] [--max-msgs M]
 //   kvfold_bench_tool raw      --server URL --bucket B
 //   kvfold_bench_tool naive    --server URL --bucket B --db DIR
 //   kvfold_bench_tool scan-zstd --fold DIR
@@ -127,7 +127,22 @@ int Load(const Args& a) {
   cfg.History = static_cast<uint8_t>(a.Int("history", "1"));
   kvStore* kv = nullptr;
   if (js_KeyValue(&kv, c.js, bucket.c_str()) != NATS_OK) {
-    Check(js_CreateKeyValue(&kv, c.js, &cfg), "create bucket");
+    if (const long long max_msgs = a.Int("max-msgs", "0"); max_msgs > 0) {
+      // A bucket that evicts by count (discard old), as kvfold's volume
+      // repairs know it; kvConfig has no max_msgs.
+      const std::string sc = "{\"name\":\"KV_" + bucket + "\",\"subjects\":[\"$KV." + bucket +
+                             ".>\"],\"max_msgs_per_subject\":" + std::to_string(cfg.History) +
+                             ",\"max_msgs\":" + std::to_string(max_msgs) +
+                             ",\"discard\":\"old\",\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
+                             "\"allow_direct\":true,\"storage\":\"file\",\"num_replicas\":1}";
+      natsMsg* reply = nullptr;
+      Check(natsConnection_RequestString(
+                &reply, c.nc, ("$JS.API.STREAM.CREATE.KV_" + bucket).c_str(), sc.c_str(), 5000),
+            "create bucket");
+      natsMsg_Destroy(reply);
+    } else {
+      Check(js_CreateKeyValue(&kv, c.js, &cfg), "create bucket");
+    }
   }
   kvStore_Destroy(kv);
   const long long n = a.Int("keys"), first = a.Int("first", "0");

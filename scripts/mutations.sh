@@ -56,6 +56,14 @@ caught_by() {
       --gtest_brief=1 --gtest_fail_fast --gtest_filter='AuditLiveTest.*Marker*:RepairLiveTest.TtlKeysWithoutLimitMarkers*:RepairLiveTest.AnExpiryWithHistory*' >"$log" 2>&1 ||
       { echo "live (newest server)"; return; }
   fi
+  # The idle heartbeat rule: a test that waits out heartbeats (20 s), for
+  # its own points only.
+  case "$m" in
+    quiet-*)
+      KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \
+        --gtest_filter='WatchLiveTest.AnIdle*' >"$log" 2>&1 || { echo "live (idle)"; return; }
+      ;;
+  esac
   KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast --threads 2 >"$log" 2>&1 ||
     { echo sim; return; }
   echo ""

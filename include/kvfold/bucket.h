@@ -114,6 +114,15 @@ class Delivery {
   // delivery's scope may arrive (a server may not filter); callers filter.
   // A non-OK Status is a fault the caller should not retry on this Delivery.
   virtual StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) = 0;
+
+  // The server's idle heartbeats on this delivery so far: how many came,
+  // and the stream sequence the last one said the server's consumer had
+  // reached (Nats-Last-Stream). A delivery without heartbeats: none.
+  struct Heartbeats {
+    uint64_t count = 0;
+    uint64_t stream_seq = 0;
+  };
+  virtual Heartbeats heartbeats() const { return {}; }
 };
 
 class BucketSource {

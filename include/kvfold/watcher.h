@@ -63,12 +63,13 @@ struct WatchOptions {
   // commits in runs instead of batches: each run's keys go into the fold
   // as one sorted table file, linked in atomically with the cursor (SST
   // ingestion), skipping the write-ahead log and the memtables. A run ends
-  // at this many bytes of keys and values, when the delivery has nothing
-  // more at once, or at the first message that is not a new key; a crash
-  // leaves the fold at the last run linked in. Memory: the run being
-  // written and the one filling, about 3 bytes held per byte of run.
-  // 2 to 8 MiB catch up about equally fast (docs/performance.md).
-  // Default: 4 MiB. REQUIRES: > 0.
+  // once it holds this many bytes (keys, values and about 128 bytes of
+  // bookkeeping per key), when the delivery has nothing more at once, or
+  // at the first message past the sync (which goes in a batch after it);
+  // a crash leaves the fold at the last run linked in. An expiry folded
+  // into a run makes it an ordinary batch. Memory: the run being written
+  // and the one filling. 2 to 8 MiB catch up about equally fast
+  // (docs/performance.md). Default: 4 MiB. REQUIRES: > 0.
   size_t sync_run_bytes = size_t{4} << 20;
 
   // Commit a non-full batch once its oldest change has waited this long.

@@ -76,23 +76,24 @@ constexpr const char* kKnown[] = {
     "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
     "apply-skip-read",                    // watcher: folds without reading at or below max_revision
     "watch-new-keys-past-sync",        // watcher: a state sync's later messages count as new keys
+    "quiet-any-scope",                 // watcher: heartbeats skip idle reads of a scoped delivery
     "ready-ignore-read-age",           // readiness: a watch cut off from the server stays ready
     "ready-caught-up-through-repair",  // readiness: caught_up survives a repair's start
     "ready-target-below-cursor",       // readiness: a head read below the cursor is caught up
     "fold-max-revision-stale",         // stores: a commit does not raise max_revision
     "fold-keep-format-2",              // stores: a writer leaves a format-2 fold's marker
     "fold-cursor-own-write",           // rocks fold: the cursor is written before its entries
-    "fold-ingest-cursor-apart",  // rocks fold: a run's cursor is written before the run is ingested
-    "ingest-failure-deletes-links",  // rocks fold: a failed ingestion deletes what it linked in
-    "fold-skip-wal-sync",            // rocks fold: a commit returns before its WAL is synced
-    "seed-skip-verify-pass",         // seed: writes before the whole artifact verified
-    "seed-cursor-every-commit",      // seed: cursor set before the final commit
-    "seed-skip-readback",            // seed: what it wrote is not checked against the digest
-    "fold-digest-ignored",           // artifact reads: the manifest's fold digest is not compared
-    "loader-ingest-early",           // fold loader: staged entries visible before Finish
-    "pointer-any-direction",         // pointer rule: the pointer may move backward
-    "manifest-skip-checksum",        // manifest frame: checksum not checked
-    "chunk-skip-sha256",             // chunk reader: SHA-256 not checked
+    "fold-ingest-cursor-apart",        // rocks fold: a run's cursor is written before the run
+    "ingest-failure-deletes-links",    // rocks fold: a failed ingestion deletes its links
+    "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
+    "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
+    "seed-cursor-every-commit",        // seed: cursor set before the final commit
+    "seed-skip-readback",              // seed: what it wrote is not checked against the digest
+    "fold-digest-ignored",             // artifact reads: the manifest's fold digest is not compared
+    "loader-ingest-early",             // fold loader: staged entries visible before Finish
+    "pointer-any-direction",           // pointer rule: the pointer may move backward
+    "manifest-skip-checksum",          // manifest frame: checksum not checked
+    "chunk-skip-sha256",               // chunk reader: SHA-256 not checked
     "repair-hook-before-reads",  // relist/restore: the hook sees a change before its batch's reads
     "export-drop-odd-keys",      // export: a key that is no valid KV key is left out
     "pointer-keep-beyond-head",  // pointer rule: a pointer beyond the stream's head stays

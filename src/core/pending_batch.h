@@ -56,6 +56,10 @@ class PendingBatch {
   // The keys and values pending, in bytes: what the batch holds in memory,
   // give or take the per-entry overhead.
   size_t bytes() const { return bytes_; }
+  // What the batch holds in memory with its bookkeeping: the bytes and,
+  // per entry, about what a map node and its strings take beside them.
+  size_t footprint() const { return bytes_ + changes() * kEntryOverhead; }
+  static constexpr size_t kEntryOverhead = 128;
   std::optional<uint64_t> cursor() const { return cursor_; }
   int64_t cursor_time_ns() const { return cursor_time_ns_; }
 

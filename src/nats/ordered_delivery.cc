@@ -246,6 +246,11 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
                      "heartbeat says the consumer sent message " + last + " but only " +
                          std::to_string(last_consumer_seq_) + " arrived");
       }
+      const std::string stream_seq = Header(msg, "Nats-Last-Stream");
+      if (!stream_seq.empty()) {
+        heartbeats_.stream_seq = std::strtoull(stream_seq.c_str(), nullptr, 10);
+        ++heartbeats_.count;
+      }
       continue;
     }
     return Reset(ResetCause::kServerStatus,

@@ -45,6 +45,7 @@ class OrderedDelivery final : public Delivery {
   ~OrderedDelivery() override;
 
   StatusOr<DeliveryEvent> Next(std::chrono::milliseconds timeout) override;
+  Heartbeats heartbeats() const override { return heartbeats_; }
 
  private:
   OrderedDelivery(std::shared_ptr<NatsConnection> conn, OrderedDeliveryConfig config);
@@ -71,6 +72,7 @@ class OrderedDelivery final : public Delivery {
   std::string consumer_;
   uint64_t generation_ = 0;
   uint64_t last_consumer_seq_ = 0;
+  Heartbeats heartbeats_;
   std::chrono::steady_clock::time_point last_heard_;
   std::vector<natsMsg*> spent_;
   size_t spent_bytes_ = 0;  // their payloads: at most about 1 MiB is held

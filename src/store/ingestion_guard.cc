@@ -14,7 +14,7 @@ namespace kvfold::store {
 struct IngestionGuard::State {
   std::mutex mu;
   bool ingesting = false;
-  std::set<std::string> linked;  // by the running ingestion
+  std::set<std::string> linked;  // or copied, by the running ingestion
 };
 
 namespace {
@@ -26,6 +26,17 @@ class GuardFileSystem final : public rocksdb::FileSystemWrapper {
       : FileSystemWrapper(base), state_(std::move(state)) {}
   const char* Name() const override { return "KvfoldIngestionGuard"; }
 
+  // Where a link fails (another file system, none supported), RocksDB
+  // copies the file instead: a file created during the ingestion is one.
+  rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* d) override {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->ingesting) state_->linked.insert(f);
+    }
+    return target()->NewWritableFile(f, o, r, d);
+  }
   rocksdb::IOStatus LinkFile(const std::string& from, const std::string& to,
                              const rocksdb::IOOptions& o, rocksdb::IODebugContext* d) override {
     rocksdb::IOStatus s = target()->LinkFile(from, to, o, d);

@@ -167,7 +167,11 @@ class RocksFold final : public Fold {
     const FoldMeta& before = *current;
     FoldMeta meta = before;
     KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &meta));
-    if (commit.new_keys && !commit.entries.empty()) return CommitByIngestion(commit, before, meta);
+    // Where nothing can be staged (a staging directory that cannot be
+    // emptied), the run goes in as any batch: nothing was applied yet.
+    if (commit.new_keys && !commit.entries.empty() && StartStaging().ok()) {
+      return CommitByIngestion(commit, before, meta);
+    }
     rocksdb::WriteBatch batch;
     if (commit.clear_entries) {
       const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
@@ -199,8 +203,7 @@ class RocksFold final : public Fold {
     for (const auto& kv : commit.entries) {
       meta.max_revision = std::max(meta.max_revision, kv.second.revision);
     }
-    KVFOLD_RETURN_IF_ERROR(StartStaging());
-    const std::string file = StagingDir() + "/run.sst";
+    const std::string file = StagingDir() + "/run-" + std::to_string(++staged_) + ".sst";
     const rocksdb::Options options = db_->GetOptions();
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
     auto s = writer.Open(file);
@@ -226,13 +229,12 @@ class RocksFold final : public Fold {
   // the fold as a failed write does. The staging directory is emptied.
   Status IngestStaged(std::vector<std::string> files, const rocksdb::WriteBatch& meta_batch);
 
-  // Empties the staging directory (what a killed ingestion left there
-  // the first time) and makes sure it exists.
+  // Empties the staging directory and makes sure it exists. Before every
+  // run: a staged name left behind (a delete that failed after the last
+  // ingestion) is a hard link to a table of the fold, which writing a new
+  // file of that name would overwrite.
   Status StartStaging() {
-    if (!staging_cleared_) {
-      KVFOLD_RETURN_IF_ERROR(ClearStaging());
-      staging_cleared_ = true;
-    }
+    KVFOLD_RETURN_IF_ERROR(ClearStaging());
     auto s = db_->GetEnv()->CreateDirIfMissing(StagingDir());
     if (!s.ok()) return FromRocks(s, "creating " + StagingDir());
     return Status::OK();
@@ -367,8 +369,8 @@ class RocksFold final : public Fold {
   // A format-1 fold read as it is: whatever max_revision it holds, a build
   // that did not keep it may have written after.
   bool format_v1_;
-  std::string write_error_;       // the failed write that stopped the fold; empty: none
-  bool staging_cleared_ = false;  // of what an earlier process left
+  std::string write_error_;  // the failed write that stopped the fold; empty: none
+  uint64_t staged_ = 0;      // table files staged: each gets a name of its own
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.
@@ -567,7 +569,7 @@ Status RocksFold::IngestStaged(std::vector<std::string> files,
   if (!sorted.ops.empty()) {
     const rocksdb::Options options = db_->GetOptions();
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
-    const std::string meta_file = StagingDir() + "/meta.sst";
+    const std::string meta_file = StagingDir() + "/meta-" + std::to_string(++staged_) + ".sst";
     s = writer.Open(meta_file);
     for (const auto& [key, value] : sorted.ops) {
       if (s.ok()) s = value ? writer.Put(key, *value) : writer.Delete(key);

@@ -51,9 +51,10 @@ bool CommitPipeline::AnchorRefreshDue() const {
 bool CommitPipeline::HasWork() const { return pending_.HasWork(Handed()) || AnchorRefreshDue(); }
 
 bool CommitPipeline::BatchFull() const {
-  // A run of new keys (a first state sync) is bounded by its bytes alone:
-  // the store ingests it as one table file, whose cost is mostly per file.
-  if (pending_.AllKnownNew()) return pending_.bytes() >= opt_.sync_run_bytes;
+  // A run of new keys (a first state sync) is bounded by its memory alone,
+  // not by batch_size: the store ingests it as one table file, whose cost
+  // is mostly per file.
+  if (pending_.AllKnownNew()) return pending_.footprint() >= opt_.sync_run_bytes;
   if (pending_.changes() >= opt_.batch_size) return true;
   return pending_.bytes() >= opt_.batch_bytes && !KVFOLD_MUTANT("batch-ignore-bytes");
 }

@@ -101,6 +101,13 @@ class WatchLoop {
   Status OnMessage(const BucketMessage& message, uint64_t sequential_from, bool floor_due,
                    bool* keep);
   Status OnIdle(bool floor_due, Pace* pace, bool* keep);
+  // Takes note of the delivery's heartbeats that came since the last look.
+  void NoteHeartbeats(const Delivery& delivery, Clock::TimePoint now);
+  // Nothing was written since the last stream read, as a whole-bucket
+  // delivery and the server's heartbeat show: the idle read and probe can
+  // wait (at most kQuietReadEvery; less on a bucket with limit markers).
+  bool QuietProven(Clock::TimePoint now) const;
+  static constexpr std::chrono::seconds kQuietReadEvery{30};
   // The window check at a session's start. Sets repair_cause_ when a repair
   // must run first.
   void CheckStart(const StreamState& state);
@@ -241,6 +248,8 @@ class WatchLoop {
   bool probe_soon_ = false;
   // The last message said more is waiting in the delivery (a hint).
   bool delivery_has_more_ = false;
+  // The running delivery's heartbeats as last seen.
+  Delivery::Heartbeats heartbeats_;
   // The stream's head as delivered messages suggest (a hint, for metrics).
   uint64_t head_hint_ = 0;
   // The fold's max_revision as of the last Prepare or repair: the watcher's

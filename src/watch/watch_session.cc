@@ -172,11 +172,13 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
   // it stood once the consumer existed.
   const uint64_t sequential_from = start.from_seq ? *start.from_seq : after->last_seq + 1;
   // Only this delivery may rely on it: another one (after a reset) starts
-  // from a sequence and brings every message after it.
-  new_keys_through_ = sync && std::exchange(fold_empty_, false) ? state.last_seq : 0;
+  // from a sequence and brings every message after it, unless this one
+  // ended before anything arrived (then the next is a state sync again).
+  new_keys_through_ = sync && fold_empty_ && !guard_.received() ? state.last_seq : 0;
   if (new_keys_through_ != 0 && KVFOLD_MUTANT("watch-new-keys-past-sync")) {
     new_keys_through_ = UINT64_MAX;
   }
+  heartbeats_ = {};  // counted per delivery
   return Pump(*delivery, sequential_from, end);
 }
 
@@ -207,11 +209,12 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     auto ev = delivery.Next(NextTimeout(now, in_flight, pace));
     if (!ev.ok()) return ev.status();
     const auto arrived = clock_.Now();  // one reading per event
+    NoteHeartbeats(delivery, arrived);
     // The stream is read at least every idle_probe, busy or idle: readiness
     // needs a fresh read, and a busy delivery with no stretch to prove
-    // never idles.
+    // never idles. Not while quiet is proven without one.
     const bool read_due = arrived - last_floor_check_ >= opt_.idle_probe &&
-                          !KVFOLD_MUTANT("watch-read-only-when-idle");
+                          !KVFOLD_MUTANT("watch-read-only-when-idle") && !QuietProven(arrived);
     const bool floor_due =
         (guard_.unverified() && arrived - last_floor_check_ >= opt_.floor_check) || read_due;
     bool keep = true;  // false: the session ends (a reset, a failed read)
@@ -300,8 +303,43 @@ Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bo
   return Status::OK();
 }
 
+void WatchLoop::NoteHeartbeats(const Delivery& delivery, Clock::TimePoint now) {
+  const Delivery::Heartbeats hb = delivery.heartbeats();
+  if (hb.count == heartbeats_.count) return;
+  heartbeats_ = hb;
+  // What a read would tell readiness: the server answers, at this head.
+  if (QuietProven(now) && opt_.metrics) opt_.metrics->RecordStreamLast(hb.stream_seq);
+}
+
+bool WatchLoop::QuietProven(Clock::TimePoint now) const {
+  // A whole-bucket delivery brings every write: while nothing came after
+  // the head the last read saw, nothing was written, so there is no stretch
+  // to prove and nothing a volume limit could have evicted. The server's
+  // heartbeat shows its consumer at that head (a later write shows as a
+  // higher one), and the delivery ends itself after three missed ones.
+  if (!opt_.scope.IsWholeBucket() && !KVFOLD_MUTANT("quiet-any-scope")) return false;
+  if (repair_cause_ || probe_soon_ || heartbeats_.count == 0) return false;
+  if (heartbeats_.stream_seq != last_state_.last_seq) return false;
+  if (guard_.received() != last_state_.last_seq || guard_.unverified() ||
+      guard_.verified() < last_state_.last_seq) {
+    return false;
+  }
+  // Deadlines pass by the clock reads bring.
+  if (deadlines_apply_ && deadlines_.size() > 0) return false;
+  const auto since_read = now - last_floor_check_;
+  // A marker window needs its anchor moved by a read within a quarter of it.
+  if (const auto window = core::MarkerWindowNs(last_state_)) {
+    if (since_read >= core::QuarterWindow(*window) / 2) return false;
+  }
+  return since_read < kQuietReadEvery;
+}
+
 Status WatchLoop::OnIdle(bool floor_due, Pace* pace, bool* keep) {
   if (!probe_soon_ && !floor_due && clock_.Now() - pace->last_activity < pace->probe_every) {
+    return Status::OK();
+  }
+  if (!probe_soon_ && !floor_due && QuietProven(clock_.Now())) {
+    pace->last_activity = clock_.Now();
     return Status::OK();
   }
   probe_soon_ = false;

@@ -359,6 +359,78 @@ TEST_F(WatchLiveTest, RecreatedBucketIsNeverResumed) {
 // The stall check counts from the last message received, not read: a hook
 // or commit that holds the reader past three heartbeat intervals while
 // messages and heartbeats queue up must not reset the delivery.
+// A source that counts the stream reads a watch makes.
+class CountingSource final : public BucketSource {
+ public:
+  explicit CountingSource(BucketSource& inner) : inner_(inner) {}
+  const std::string& bucket() const override { return inner_.bucket(); }
+  StatusOr<StreamState> ReadStream() override {
+    ++reads;
+    return inner_.ReadStream();
+  }
+  StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
+                                           const Scope& scope) override {
+    return inner_.Open(start, scope);
+  }
+  StatusOr<std::optional<uint64_t>> FirstRetainedInScope(const Scope& scope,
+                                                         uint64_t from_seq) override {
+    return inner_.FirstRetainedInScope(scope, from_seq);
+  }
+  StatusOr<std::optional<BucketMessage>> LastOfKey(const std::string& key) override {
+    return inner_.LastOfKey(key);
+  }
+  Status ListKeys(const Scope& scope, const std::function<Status(std::string_view, uint64_t)>& fn,
+                  uint64_t* last_seq) override {
+    return inner_.ListKeys(scope, fn, last_seq);
+  }
+  std::atomic<int> reads{0};
+
+ private:
+  BucketSource& inner_;
+};
+
+// What an idle mirror costs the server (issue 34): a whole-bucket delivery
+// brings every write, and the server's heartbeat shows its consumer at the
+// head the last read saw, so nothing was written or evicted since: the
+// idle read waits, even on a bucket that evicts by count (probed five times
+// a second otherwise). A write after the quiet spell is folded at once. A
+// scoped delivery does not bring the other prefixes' writes, so a scoped
+// mirror keeps reading and its cursor passes them.
+TEST_F(WatchLiveTest, AnIdleWholeBucketMirrorReadsTheStreamRarely) {
+  kv_.CreateBucket("idle", {{"max_msgs", 100000}, {"discard", "old"}});
+  for (int i = 0; i < 10; ++i) kv_.Put("idle", "a." + std::to_string(i), "v");
+  auto inner = Source("idle");
+  CountingSource whole(*inner);
+  auto fold = OpenFold();
+  {
+    BackgroundWatch w(whole, *fold, WatchOptions{});
+    w.WaitForCursor(10, std::chrono::seconds(10));
+    std::this_thread::sleep_for(milliseconds(7000));  // past the first heartbeat (5 s)
+    const int before = whole.reads;
+    std::this_thread::sleep_for(milliseconds(6000));
+    EXPECT_LE(whole.reads - before, 3) << "stream reads in 6 s of quiet";
+    const uint64_t seq = kv_.Put("idle", "a.new", "after the quiet");
+    w.WaitForCursor(seq, std::chrono::seconds(5));
+    Entry e;
+    EXPECT_TRUE(fold->Get("a.new", &e).ok());
+    ASSERT_TRUE(w.Stop().ok());
+  }
+  auto inner2 = Source("idle");
+  CountingSource scoped(*inner2);
+  auto scoped_fold = OpenFold("scoped");
+  WatchOptions o;
+  o.scope = Must(Scope::Make({"a."}), "scope");
+  BackgroundWatch w(scoped, *scoped_fold, o);
+  w.WaitForCursor(11, std::chrono::seconds(10));
+  std::this_thread::sleep_for(milliseconds(7000));  // quiet, past a heartbeat
+  uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) last = kv_.Put("idle", "b." + std::to_string(i), "elsewhere");
+  w.WaitForCursor(last, std::chrono::seconds(8));
+  EXPECT_EQ(scoped_fold->ReadMeta()->cursor.value_or(0), last)
+      << "the scoped cursor never passed the other prefix's writes";
+  ASSERT_TRUE(w.Stop().ok());
+}
+
 TEST_F(WatchLiveTest, SlowReaderIsNotMistakenForASilentServer) {
   kv_.CreateBucket("hb");
   for (int i = 0; i < 5; ++i) kv_.Put("hb", "k" + std::to_string(i), "v");

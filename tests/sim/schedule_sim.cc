@@ -129,9 +129,9 @@ class Harness {
     o.clock = &clock_;
     o.scope = scope;
     o.batch_size = config_.batch;
-    // A first sync in runs of a few keys (of some 8 bytes each with their
-    // values): each run boundary is a point to fail or die at.
-    o.sync_run_bytes = 32 * config_.batch;
+    // A first sync in runs of a few keys (some 136 bytes each, counting
+    // their bookkeeping): each run boundary is a point to fail or die at.
+    o.sync_run_bytes = 400 * config_.batch;
     o.commit_in_background = false;  // input-determined batches: reproducible
     o.linger = std::chrono::milliseconds(1);
     o.reconnect_backoff_min = std::chrono::milliseconds(1);

@@ -245,7 +245,7 @@ TEST(WatcherSimTest, AFirstStateSyncCommitsInRunsOfNewKeysEndedByTheFirstUpdate)
   WatchOptions o = FastOptions();
   o.commit_in_background = false;
   o.batch_size = 1;
-  o.sync_run_bytes = 50;  // runs of 10 to 13 keys
+  o.sync_run_bytes = 1300;  // runs of 10 keys (133 bytes a key, counting bookkeeping)
   o.linger = std::chrono::hours(1);
   o.until_caught_up = false;
   std::stop_source stop;
