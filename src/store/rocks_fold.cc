@@ -583,7 +583,14 @@ Status RocksFold::IngestStaged(std::vector<std::string> files,
   ingest.write_global_seqno = false;  // no write into a linked file
   {
     store::IngestionGuard::Ingesting ingesting(*guard_);
+    // With a snapshot held, RocksDB gives every file a sequence number
+    // above it. Without one, a file that overlaps nothing may get 0, which
+    // every snapshot sees: a reader's snapshot taken before the ingestion
+    // would see the run's entries without its cursor and counts.
+    const rocksdb::Snapshot* hold =
+        KVFOLD_MUTANT("ingest-no-snapshot") ? nullptr : db_->GetSnapshot();
     s = db_->IngestExternalFile(files, ingest);
+    if (hold != nullptr) db_->ReleaseSnapshot(hold);
   }
   if (!s.ok()) {
     // As a failed write: stop (see Write).

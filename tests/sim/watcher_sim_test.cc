@@ -219,10 +219,12 @@ class CommitLog final : public Fold {
   StatusOr<FoldMeta> ReadMeta() override { return inner_.ReadMeta(); }
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override { return inner_.Snapshot(); }
   Status Commit(const FoldCommit& c) override {
+    if (before_commit) before_commit(c);
     if (!c.entries.empty()) noted.push_back({c.entries.size(), c.new_keys});
     return inner_.Commit(c);
   }
   std::vector<Noted> noted;
+  std::function<void(const FoldCommit&)> before_commit;  // on the committer's thread
 
  private:
   Fold& inner_;
@@ -267,6 +269,33 @@ TEST(WatcherSimTest, AFirstStateSyncCommitsInRunsOfNewKeysEndedByTheFirstUpdate)
   ASSERT_FALSE(fold.noted.empty());
   EXPECT_FALSE(fold.noted.back().new_keys);
   EXPECT_EQ(fold.noted.back().entries, 1u);
+}
+
+// While one run is written (slowly here), the next fills only up to
+// sync_run_bytes: memory stays bounded by two runs.
+TEST(WatcherSimTest, ARunFillingBesideOneInFlightStopsAtSyncRunBytes) {
+  SimBucket b;
+  for (int i = 0; i < 40; ++i) b.Put("k." + std::to_string(i), "v");
+  auto memory = NewMemoryFold();
+  CommitLog fold(*memory);
+  bool slowed = false;
+  fold.before_commit = [&](const FoldCommit& c) {
+    if (c.new_keys && !std::exchange(slowed, true)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  };
+  WatchOptions o = FastOptions();
+  o.commit_in_background = true;
+  o.sync_run_bytes = 1300;  // runs of 10 keys (133 bytes a key, counting bookkeeping)
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
+  size_t new_keys = 0;
+  for (const auto& n : fold.noted) {
+    if (!n.new_keys) continue;
+    new_keys += n.entries;
+    EXPECT_LE(n.entries, 10u) << "a run grew past sync_run_bytes while another was in flight";
+  }
+  EXPECT_EQ(new_keys, 40u);
 }
 
 // Invariant 5: a resumed watch replays only the delta.
