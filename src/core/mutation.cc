@@ -85,7 +85,6 @@ constexpr const char* kKnown[] = {
     "fold-cursor-own-write",           // rocks fold: the cursor is written before its entries
     "fold-ingest-cursor-apart",        // rocks fold: a run's cursor is written before the run
     "ingest-failure-deletes-links",    // rocks fold: a failed ingestion deletes its links
-    "ingest-no-snapshot",              // rocks fold: an ingested run may take sequence number 0
     "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
     "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",        // seed: cursor set before the final commit

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <shared_mutex>
 #include <system_error>
 #include <vector>
 
@@ -369,8 +370,9 @@ class RocksFold final : public Fold {
   // A format-1 fold read as it is: whatever max_revision it holds, a build
   // that did not keep it may have written after.
   bool format_v1_;
-  std::string write_error_;  // the failed write that stopped the fold; empty: none
-  uint64_t staged_ = 0;      // table files staged: each gets a name of its own
+  std::string write_error_;      // the failed write that stopped the fold; empty: none
+  uint64_t staged_ = 0;          // table files staged: each gets a name of its own
+  std::shared_mutex ingesting_;  // held by an ingestion; a snapshot waits for it
 };
 
 // Holds a RocksDB snapshot: entries, cursor and metadata as of one sequence.
@@ -406,8 +408,12 @@ class RocksFoldSnapshot final : public FoldSnapshot {
 
 StatusOr<std::unique_ptr<FoldSnapshot>> RocksFold::Snapshot() {
   KVFOLD_RETURN_IF_ERROR(CatchUp());
-  auto snap =
-      std::make_unique<RocksFoldSnapshot>(*this, options_.read_only ? nullptr : db_->GetSnapshot());
+  const rocksdb::Snapshot* taken = nullptr;
+  if (!options_.read_only) {
+    std::shared_lock not_ingesting(ingesting_);
+    taken = db_->GetSnapshot();
+  }
+  auto snap = std::make_unique<RocksFoldSnapshot>(*this, taken);
   KVFOLD_RETURN_IF_ERROR(snap->Init());
   return std::unique_ptr<FoldSnapshot>(std::move(snap));
 }
@@ -583,14 +589,15 @@ Status RocksFold::IngestStaged(std::vector<std::string> files,
   ingest.write_global_seqno = false;  // no write into a linked file
   {
     store::IngestionGuard::Ingesting ingesting(*guard_);
-    // With a snapshot held, RocksDB gives every file a sequence number
-    // above it. Without one, a file that overlaps nothing may get 0, which
-    // every snapshot sees: a reader's snapshot taken before the ingestion
-    // would see the run's entries without its cursor and counts.
-    const rocksdb::Snapshot* hold =
-        KVFOLD_MUTANT("ingest-no-snapshot") ? nullptr : db_->GetSnapshot();
+    // RocksDB gives a file that overlaps nothing sequence number 0 (every
+    // snapshot sees it) unless a snapshot exists when it decides; one taken
+    // while the manifest is written would then see the run's entries
+    // without its cursor and counts (the metadata file, overlapping, gets
+    // a number above it). Snapshots wait for the ingestion instead: one
+    // held across it would make RocksDB number every file and rewrite them
+    // all later to clear the numbers (20% more CPU in a first sync).
+    std::unique_lock exclusive(ingesting_);
     s = db_->IngestExternalFile(files, ingest);
-    if (hold != nullptr) db_->ReleaseSnapshot(hold);
   }
   if (!s.ok()) {
     // As a failed write: stop (see Write).
