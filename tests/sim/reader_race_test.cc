@@ -21,9 +21,9 @@ namespace {
 TEST(ReaderRaceTest, EverySnapshotHoldsExactlyTheChangesThroughItsCursor) {
   // One put per key, key i at sequence i + 1: the view through cursor C is
   // the first C keys, live.
-  constexpr int kKeys = 3000;
+  constexpr int kKeys = 3000, kFirstSync = 300;
   sim::SimBucket b;
-  for (int i = 0; i < kKeys; ++i) b.Put("k" + std::to_string(100000 + i), "v");
+  for (int i = 0; i < kFirstSync; ++i) b.Put("k" + std::to_string(100000 + i), "v");
   TestDir dir;
   auto fold = OpenRocksFold(dir.path() + "/fold");  // fsync on: commits take a while
   ASSERT_TRUE(fold.ok()) << fold.status().ToString();
@@ -68,11 +68,14 @@ TEST(ReaderRaceTest, EverySnapshotHoldsExactlyTheChangesThroughItsCursor) {
   });
 
   WatchOptions o;
-  o.batch_size = 7;  // many commits for the reader to race
+  o.batch_size = 7;         // many commits for the reader to race
+  o.sync_run_bytes = 7000;  // and the first sync's runs of about 50 keys, ingested
   o.linger = std::chrono::milliseconds(1);
   o.idle_probe = std::chrono::milliseconds(5);
   o.until_caught_up = true;
   Status watched = Watch(b, **fold, o);
+  for (int i = kFirstSync; i < kKeys; ++i) b.Put("k" + std::to_string(100000 + i), "v");
+  if (watched.ok()) watched = Watch(b, **fold, o);  // the rest in batches
   done = true;
   reader.join();
   ASSERT_TRUE(watched.ok()) << watched.ToString();
@@ -89,12 +92,15 @@ TEST(ReaderRaceTest, EverySnapshotHoldsExactlyTheChangesThroughItsCursor) {
 // ever holds an entry above its cursor. Mutant commit-before-frontier-proof
 // commits entries ahead of the cursor that proves them.
 TEST(ReaderRaceTest, AScopedMirrorsSnapshotsNeverHoldEntriesAboveTheirCursor) {
-  constexpr int kKeys = 2000;
+  constexpr int kKeys = 2000, kFirstSync = 200;
   sim::SimBucket b;
-  for (int i = 0; i < kKeys; ++i) {
-    b.Put("a." + std::to_string(100000 + i), "v");
-    b.Put("b." + std::to_string(100000 + i), "v");
-  }
+  auto put = [&b](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      b.Put("a." + std::to_string(100000 + i), "v");
+      b.Put("b." + std::to_string(100000 + i), "v");
+    }
+  };
+  put(0, kFirstSync);
   TestDir dir;
   auto fold = OpenRocksFold(dir.path() + "/fold");
   ASSERT_TRUE(fold.ok()) << fold.status().ToString();
@@ -132,10 +138,13 @@ TEST(ReaderRaceTest, AScopedMirrorsSnapshotsNeverHoldEntriesAboveTheirCursor) {
   WatchOptions o;
   o.scope = *Scope::Make({"a."});
   o.batch_size = 7;
+  o.sync_run_bytes = 7000;  // the first sync in runs of about 50 keys
   o.linger = std::chrono::milliseconds(1);
   o.idle_probe = std::chrono::milliseconds(5);
   o.until_caught_up = true;
   Status watched = Watch(b, **fold, o);
+  put(kFirstSync, kKeys);
+  if (watched.ok()) watched = Watch(b, **fold, o);  // the rest in batches
   done = true;
   reader.join();
   ASSERT_TRUE(watched.ok()) << watched.ToString();
