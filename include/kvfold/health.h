@@ -32,8 +32,10 @@ struct HealthOptions {
   // long (WatchStats::last_read_age_seconds): a watch cut off from the
   // server stops being ready this long after its last read.
   // REQUIRES: well above WatchOptions::idle_probe (how often a quiet,
-  // healthy watch reads), or readiness flaps between reads; the CLI, with
-  // its 1 s probe, refuses a --ready-max-lag below 2 s. Default: 10 s.
+  // healthy watch reads) and, with quiet_read_every on, the server's 5 s
+  // heartbeat, or readiness flaps between reads; the CLI, with its 1 s
+  // probe, refuses a --ready-max-lag below 2 s and below 7 s reads every
+  // second instead of counting heartbeats. Default: 10 s.
   std::chrono::milliseconds max_lag{10000};
 };
 

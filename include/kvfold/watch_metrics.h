@@ -88,7 +88,8 @@ struct WatchStats {
   // Seconds since the watch loop last turned: it read the stream,
   // committed, started or ended a repair, or waited to retry a server it
   // could not reach. An idle watch reads the stream at least every
-  // idle_probe (1 s) and retries a lost server at least every
+  // idle_probe (1 s; a quiet whole-bucket one every quiet_read_every,
+  // 10 s, hearing the server's heartbeat between) and retries a lost server at least every
   // reconnect_backoff_max (30 s), so a value well above that means the
   // watch is stuck (a store that does not return, a blocked apply hook).
   // Liveness: a watch cut off from the server still turns.
@@ -97,9 +98,11 @@ struct WatchStats {
   // server about the stream's state (not a retry wait, not a delivered
   // message's hint), or since these metrics began. A watch that reaches
   // the server reads it at least every idle_probe (1 s) when idle and
-  // every floor_check (50 ms) while messages arrive, so a value well above
-  // that means the server is unreachable or does not answer, and the fold
-  // may be falling behind a stream this watch can no longer see.
+  // every floor_check (50 ms) while messages arrive, and a quiet
+  // whole-bucket watch counts each server heartbeat showing the head it
+  // read (every 5 s; WatchOptions::quiet_read_every), so a value well
+  // above that means the server is unreachable or does not answer, and the
+  // fold may be falling behind a stream this watch can no longer see.
   // Readiness: caught_up and lag_seconds only know the heads read.
   double last_read_age_seconds = 0;
 

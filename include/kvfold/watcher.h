@@ -117,6 +117,19 @@ struct WatchOptions {
   // sooner when the stream's head approaches the frontier. Default: 1 s.
   std::chrono::milliseconds idle_probe{1000};
 
+  // A caught-up watch of the whole bucket that nobody writes to reads the
+  // stream at least this often instead of every idle_probe: its delivery
+  // brings every write, and the server's idle heartbeat (every 5 s) shows
+  // the consumer still at the head last read, so nothing was written or
+  // evicted in between; each such heartbeat counts as a stream read for
+  // readiness (WatchStats::last_read_age_seconds then reaches about 5 s).
+  // Not on a scoped watch (its heartbeat does not show other prefixes'
+  // writes), not with per-message deadlines queued, and on a bucket with
+  // limit markers at least every eighth of the marker window. The reads
+  // skipped are what an idle mirror costs the server (a fleet of idle
+  // nodes). 0: read every idle_probe. Default: 10 s.
+  std::chrono::milliseconds quiet_read_every{10000};
+
   // What to do when retention evicted history the fold needs (see repair.h
   // and the README's "Repair policies"). Default: kAuto, which is never lossy.
   ExpiryRepair repair = ExpiryRepair::kAuto;

@@ -161,7 +161,12 @@ struct MirrorPlan {
   std::chrono::milliseconds reconcile_every{0};
   std::optional<std::chrono::milliseconds> audit_every;
   HealthOptions health;  // /healthz and /readyz
+  std::chrono::milliseconds quiet_read_every = WatchOptions().quiet_read_every;
 };
+
+// The shortest /readyz bound under which a quiet mirror may count the
+// server's heartbeat (every 5 s) as a stream read.
+constexpr std::chrono::milliseconds kQuietReadyLag{7000};
 
 // InvalidArgument (exit 2) naming the flag at fault. `notifying`: systemd
 // is told of readiness (NOTIFY_SOCKET).
@@ -211,8 +216,9 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
     }
     auto ready_lag = ParseDuration(f.ready_max_lag);
     if (!ready_lag.ok()) return ready_lag.status().WithContext("--ready-max-lag");
-    // A quiet mirror reads the stream about every second (idle_probe):
-    // a bound closer to that would flap /readyz between healthy reads.
+    // A quiet mirror reads the stream about every second (idle_probe), or
+    // hears the server's heartbeat every 5 s (below): a bound closer to the
+    // second would flap /readyz between healthy reads.
     constexpr std::chrono::milliseconds kShortestReadyLag{2000};
     if (*ready_lag < kShortestReadyLag) {
       return Status::InvalidArgument("--ready-max-lag " + f.ready_max_lag +
@@ -221,6 +227,10 @@ StatusOr<MirrorPlan> CheckMirrorFlags(MirrorFlags& f, bool notifying) {
     }
     plan.health.max_lag = *ready_lag;
   }
+  // A quiet whole-bucket mirror counts the server's heartbeat (every 5 s)
+  // as a stream read: a shorter bound would flap /readyz between them, so
+  // it keeps its read every second instead.
+  if (plan.health.max_lag < kQuietReadyLag) plan.quiet_read_every = std::chrono::milliseconds(0);
   return plan;
 }
 
@@ -261,6 +271,7 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   options.artifacts = artifacts;
   options.repair_timeout = plan.repair_timeout;
   options.reconcile_every = plan.reconcile_every;
+  options.quiet_read_every = plan.quiet_read_every;
   options.log = [](const LogLine& line) { Log().Log(line.level, line.text); };
   if (Log().Enabled(LogLevel::kDebug)) {
     options.on_applied = [](uint64_t cursor) {

@@ -105,9 +105,9 @@ class WatchLoop {
   void NoteHeartbeats(const Delivery& delivery, Clock::TimePoint now);
   // Nothing was written since the last stream read, as a whole-bucket
   // delivery and the server's heartbeat show: the idle read and probe can
-  // wait (at most kQuietReadEvery; less on a bucket with limit markers).
+  // wait (at most WatchOptions::quiet_read_every; less on a bucket with
+  // limit markers).
   bool QuietProven(Clock::TimePoint now) const;
-  static constexpr std::chrono::seconds kQuietReadEvery{30};
   // The window check at a session's start. Sets repair_cause_ when a repair
   // must run first.
   void CheckStart(const StreamState& state);

@@ -317,6 +317,7 @@ bool WatchLoop::QuietProven(Clock::TimePoint now) const {
   // to prove and nothing a volume limit could have evicted. The server's
   // heartbeat shows its consumer at that head (a later write shows as a
   // higher one), and the delivery ends itself after three missed ones.
+  if (opt_.quiet_read_every.count() <= 0) return false;
   if (!opt_.scope.IsWholeBucket() && !KVFOLD_MUTANT("quiet-any-scope")) return false;
   if (repair_cause_ || probe_soon_ || heartbeats_.count == 0) return false;
   if (heartbeats_.stream_seq != last_state_.last_seq) return false;
@@ -331,7 +332,7 @@ bool WatchLoop::QuietProven(Clock::TimePoint now) const {
   if (const auto window = core::MarkerWindowNs(last_state_)) {
     if (since_read >= core::QuarterWindow(*window) / 2) return false;
   }
-  return since_read < kQuietReadEvery;
+  return since_read < opt_.quiet_read_every;
 }
 
 Status WatchLoop::OnIdle(bool floor_due, Pace* pace, bool* keep) {
