@@ -420,6 +420,8 @@ TEST_F(WatchLiveTest, AnIdleWholeBucketMirrorReadsTheStreamRarely) {
   auto scoped_fold = OpenFold("scoped");
   WatchOptions o;
   o.scope = Must(Scope::Make({"a."}), "scope");
+  // Longer than the test waits: only the scoped rule keeps the idle reads.
+  o.quiet_read_every = std::chrono::seconds(60);
   BackgroundWatch w(scoped, *scoped_fold, o);
   w.WaitForCursor(11, std::chrono::seconds(10));
   std::this_thread::sleep_for(milliseconds(7000));  // quiet, past a heartbeat
