@@ -214,10 +214,7 @@ class RocksFold final : public Fold {
     if (s.ok()) s = writer.Finish();  // synced
     if (!s.ok()) return FromRocks(s, "staging a run of fold " + path_);
     rocksdb::WriteBatch meta_batch;
-    if (meta.cursor != before.cursor) {
-      meta_batch.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
-    }
-    PutChangedMeta(before, meta, /*counts_changed=*/true, &meta_batch);
+    PutMetaAndCursor(before, meta, /*counts_changed=*/true, &meta_batch);
     if (KVFOLD_MUTANT("fold-ingest-cursor-apart")) {  // the planted bug: cursor before its run
       KVFOLD_RETURN_IF_ERROR(Write(&meta_batch, options_.sync));
       meta_batch.Clear();
@@ -279,6 +276,16 @@ class RocksFold final : public Fold {
       ++i;
     }
     return Status::OK();
+  }
+
+  // PutChangedMeta with the cursor, where it moved: the metadata of an
+  // ingestion, which goes in one table file of its own.
+  static void PutMetaAndCursor(const FoldMeta& before, const FoldMeta& meta, bool counts_changed,
+                               rocksdb::WriteBatch* batch) {
+    if (meta.cursor != before.cursor) {
+      batch->Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
+    }
+    PutChangedMeta(before, meta, counts_changed, batch);
   }
 
   // Puts what the merge changed into `batch` (the cursor aside); the rest
@@ -556,10 +563,7 @@ Status RocksFold::FinishLoad(const FoldCommit& commit, const std::vector<std::st
   meta.entries = loaded;
   meta.max_revision = std::max(meta.max_revision, max_revision);
   rocksdb::WriteBatch batch;
-  if (meta.cursor != before.cursor) {
-    batch.Put(store::MetaStoreKey(kCursorName), store::EncodeU64(*meta.cursor));
-  }
-  PutChangedMeta(before, meta, loaded > 0, &batch);
+  PutMetaAndCursor(before, meta, loaded > 0, &batch);
   if (files.empty()) return Write(&batch, options_.sync);
   return IngestStaged(files, batch);
 }
