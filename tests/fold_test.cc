@@ -319,6 +319,47 @@ TEST_P(FoldContractTest, ACommitOfNewKeysRaisesMaxRevisionToItsNewestEntry) {
   EXPECT_EQ(m->max_revision, 9u);
 }
 
+// A restore's chunk replaces held keys: the RocksDB fold links the chunk in
+// as a table file, whose records must win over the older ones below.
+TEST_P(FoldContractTest, ABulkCommitReplacesHeldKeysAsAnyCommit) {
+  FoldCommit first;
+  first.entries["a"] = Entry{1, false, "v"};
+  first.entries["b"] = Entry{2, false, "w"};
+  first.entries["c"] = Entry{3, false, "z"};
+  first.cursor = 3;
+  ASSERT_TRUE(fold_->Commit(first).ok());
+  FoldCommit chunk;
+  chunk.entries["a"] = Entry{5, false, "x", 77};
+  chunk.entries["b"] = Entry{6, true, ""};
+  chunk.entries["d"] = Entry{7, false, "y"};
+  chunk.counts = FoldCommit::CountChange{0, 1};  // b dies, d is new
+  chunk.bulk = true;
+  ASSERT_TRUE(fold_->Commit(chunk).ok());
+  Entry e;
+  ASSERT_TRUE(fold_->Get("a", &e).ok());
+  EXPECT_EQ(e, (Entry{5, false, "x", 77}));
+  ASSERT_TRUE(fold_->Get("b", &e).ok());
+  EXPECT_TRUE(e.deleted);
+  EXPECT_EQ(e.revision, 6u);
+  // Without counts the hint is not taken: the store counts as always.
+  FoldCommit uncounted;
+  uncounted.entries["c"] = Entry{8, true, ""};
+  uncounted.bulk = true;
+  uncounted.cursor = 8;
+  ASSERT_TRUE(fold_->Commit(uncounted).ok());
+  auto m = fold_->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->cursor, 8u);
+  EXPECT_EQ(m->live_keys, 2u);
+  EXPECT_EQ(m->entries, 4u);
+  EXPECT_EQ(m->max_revision, 8u);
+  auto live = ScanAll("", false);
+  ASSERT_EQ(live.size(), 2u);
+  EXPECT_EQ(live[0].first, "a");
+  EXPECT_EQ(live[0].second.value, "x");
+  EXPECT_EQ(live[1].first, "d");
+}
+
 // A snapshot sees a run of new keys with its cursor and counts, or neither:
 // RocksDB numbers a table file that overlaps nothing 0 (seen by every
 // snapshot) when no snapshot exists as it decides, so one taken while the
@@ -402,6 +443,46 @@ TEST(RocksFoldTest, ACommitOfNewKeysIsIngestedAsATableFile) {
   Entry e;
   ASSERT_TRUE((*f)->Get("k42", &e).ok());
   EXPECT_EQ(e.revision, 43u);
+}
+
+TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  auto table_files = [&] {
+    int n = 0;
+    for (const auto& f : std::filesystem::directory_iterator(path)) {
+      if (f.path().extension() == ".sst") ++n;
+    }
+    return n;
+  };
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    FoldCommit old;
+    for (int i = 0; i < 100; ++i)
+      old.entries["k" + std::to_string(i)] = Entry{uint64_t(i + 1), false, "old"};
+    old.cursor = 100;
+    ASSERT_TRUE((*f)->Commit(old).ok());
+    const int before = table_files();
+    FoldCommit chunk;
+    for (int i = 0; i < 100; i += 2)
+      chunk.entries["k" + std::to_string(i)] = Entry{uint64_t(i + 101), false, "new"};
+    chunk.counts = FoldCommit::CountChange{0, 0};
+    chunk.bulk = true;
+    ASSERT_TRUE((*f)->Commit(chunk).ok());
+    EXPECT_GT(table_files(), before);
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Entry e;
+  ASSERT_TRUE((*f)->Get("k42", &e).ok());
+  EXPECT_EQ(e.value, "new");
+  EXPECT_EQ(e.revision, 143u);
+  ASSERT_TRUE((*f)->Get("k43", &e).ok());
+  EXPECT_EQ(e.value, "old");
+  auto m = (*f)->ReadMeta();
+  EXPECT_EQ(m->entries, 100u);
+  EXPECT_EQ(m->max_revision, 199u);
 }
 
 TEST(MemoryFoldTest, AWrongStatedCountChangeIsRefused) {

@@ -136,6 +136,12 @@ struct FoldCommit {
   // rebase. A key the fold does hold breaks the counts, as a wrong
   // `counts` does; the memory fold checks it and refuses. Default: false.
   bool new_keys = false;
+  // The entries are many and `counts` is set (a chunk of a restore): as for
+  // new_keys, the RocksDB fold may write them as a table file linked in
+  // with the metadata by one ingestion, but the keys may be held, and are
+  // replaced as by any commit. A hint: without `counts`, or with
+  // clear_entries, the commit goes through the log. Default: false.
+  bool bulk = false;
   // Lets the cursor move backward, together with a new stream_created: a
   // fold rebuilt against a recreated stream starts that stream's sequences
   // over. Default: false (a lower cursor is refused).
@@ -144,7 +150,7 @@ struct FoldCommit {
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
            !bucket && !scope && !stream_created && !seeding && !eviction_observed &&
-           !eviction_cause && !last_repair && !counts && !new_keys;
+           !eviction_cause && !last_repair && !counts && !new_keys && !bulk;
   }
 };
 

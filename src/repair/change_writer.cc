@@ -56,6 +56,7 @@ Status ChangeWriter::Flush() {
   FoldCommit commit;
   KVFOLD_RETURN_IF_ERROR(TakePending(&commit));
   TakeCounts(&commit);
+  commit.bulk = bulk_ && commit.counts;
   // A failed commit is retried as it is: the hook does not see it again.
   return CommitWithRetry(commit);
 }

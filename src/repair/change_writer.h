@@ -38,6 +38,9 @@ class ChangeWriter {
   // hook too when `hook`; commits when the batch is full.
   Status Add(const std::string& key, const std::optional<Entry>& previous, const Entry& next,
              bool hook);
+  // Marks each batch Flush commits FoldCommit::bulk (where its counts are
+  // known): for batches of many keys, as a restore's chunks.
+  void set_bulk(bool bulk) { bulk_ = bulk; }
   // Shows the hook what is pending, then commits it, without a cursor.
   Status Flush();
   // Commits what is pending together with `final_meta`.
@@ -60,6 +63,7 @@ class ChangeWriter {
   Clock& clock_;
   ChangeOrigin origin_;
   size_t batch_limit_;
+  bool bulk_ = false;
   core::CommitRetry retry_;
   // The batch, in the order Add was called; a key may come twice (the
   // later entry is the one committed).

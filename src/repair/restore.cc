@@ -100,6 +100,8 @@ Status RestoreAttempt::Run() {
   // million keys is a few dozen fsyncs, not a thousand.
   ChangeWriter writer(ctx_, ChangeOrigin::kRestore,
                       std::max<size_t>(ctx_.batch_size, size_t{1} << 16));
+  // Each chunk in one table file, not through the log and memtables.
+  writer.set_bulk(true);
   FoldWalker walker(ctx_.fold, req_.scope);
   KVFOLD_RETURN_IF_ERROR(MergePass(writer, walker));
   if (out_->stopped) return Status::OK();

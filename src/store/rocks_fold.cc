@@ -170,7 +170,8 @@ class RocksFold final : public Fold {
     KVFOLD_RETURN_IF_ERROR(core::MergeCommitMeta(commit, &meta));
     // Where nothing can be staged (a staging directory that cannot be
     // emptied), the run goes in as any batch: nothing was applied yet.
-    if (commit.new_keys && !commit.entries.empty() && StartStaging().ok()) {
+    const bool ingest = commit.new_keys || (commit.bulk && commit.counts && !commit.clear_entries);
+    if (ingest && !commit.entries.empty() && StartStaging().ok()) {
       return CommitByIngestion(commit, before, meta);
     }
     rocksdb::WriteBatch batch;
@@ -195,10 +196,13 @@ class RocksFold final : public Fold {
     return Write(&batch, options_.sync && !KVFOLD_MUTANT("fold-skip-wal-sync"));
   }
 
-  // A commit of new keys (a run of a first state sync): its entries in one
-  // table file and its metadata in another, linked in by one ingestion,
-  // which RocksDB records in one manifest write: the cursor lands with its
-  // run or not at all, and the entries skip the log and the memtables.
+  // A commit of new keys (a run of a first state sync) or a bulk one (a
+  // restore's chunk): its entries in one table file and its metadata in
+  // another, linked in by one ingestion, which RocksDB records in one
+  // manifest write: the cursor lands with its run or not at all, and the
+  // entries skip the log and the memtables. A held key's new record is
+  // newer than the old (a file that overlaps gets a sequence number above
+  // everything before it).
   Status CommitByIngestion(const FoldCommit& commit, const FoldMeta& before, FoldMeta meta) {
     KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
     for (const auto& kv : commit.entries) {
