@@ -10,10 +10,12 @@
 # BUILD_DIR (default build, as test.sh builds it) must be configured with
 # -DKVFOLD_MUTATIONS=ON. JOBS workers (default 2) take the mutants in turn,
 # side by side, each with a port range of its own for the live tier
-# (KVFOLD_TEST_PORTS). Prints `mutation NAME: caught by TIER` per mutant, in
-# the list's order, then exactly one line `mutations: K/N caught`, and lists
-# the survivors. KVFOLD_MUTATION_NATS_SERVER, when set, names a nats-server
-# with limit markers (2.11+) for the live tests that need one.
+# (KVFOLD_TEST_PORTS). Prints `mutation NAME: caught by TIER (TEST)` per
+# mutant, in the list's order, then exactly one line `mutations: K/N
+# caught`, and lists the survivors. The test that caught a mutant last time
+# runs first (scripts/mutation-catchers; see caught_by below).
+# KVFOLD_MUTATION_NATS_SERVER, when set, names a nats-server with limit
+# markers (2.11+) for the live tests that need one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -36,37 +38,72 @@ fi
 work=$(mktemp -d -t kvfold-mutants-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# Prints the first tier that fails with mutant $1, or nothing. A mutant
-# that makes a tier hang is caught too, after the timeout.
-caught_by() {
-  local m=$1 log=$2
-  # --gtest_fail_fast: the first failing test is enough to catch it. The S3
-  # tests need s3rver (KVFOLD_S3RVER, which test.sh exports); without it
-  # they skip and their mutants survive.
-  KVFOLD_MUTATION="$m" timeout 180 "$unit" --gtest_brief=1 --gtest_fail_fast >"$log" 2>&1 ||
-    { echo unit; return; }
-  KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \
-    --gtest_filter='DeliveryGapLiveTest.*:AuditLiveTest.*:WatchLiveTest.LimitMarker*:CliLiveTest.ProbesAnswer*:CliLiveTest.SecretsGiven*:*TransportLiveTest.AnObjectLargerThanAskedIsRefusedUnread/obj:S3LiveTest.AMultipartCompletion*:S3LiveTest.ARotatedSessionToken*' \
-    >"$log" 2>&1 ||
-    { echo live; return; }
-  # Rules that only a server with limit markers or per-message TTL (2.11+)
-  # exercises, on the newest server when test.sh names it.
-  if [ -n "${KVFOLD_MUTATION_NATS_SERVER:-}" ]; then
-    KVFOLD_MUTATION="$m" KVFOLD_NATS_SERVER="$KVFOLD_MUTATION_NATS_SERVER" timeout 120 "$live" \
-      --gtest_brief=1 --gtest_fail_fast --gtest_filter='AuditLiveTest.*Marker*:RepairLiveTest.TtlKeysWithoutLimitMarkers*:RepairLiveTest.AnExpiryWithHistory*' >"$log" 2>&1 ||
-      { echo "live (newest server)"; return; }
-  fi
-  # The idle heartbeat rule: a test that waits out heartbeats (20 s), for
-  # its own points only.
-  case "$m" in
-    quiet-*)
+# run_tier M TIER FILTER LOG: runs TIER's tests with mutant M switched on,
+# only those FILTER names when given, and fails when one fails (or hangs:
+# the timeout catches it too). --gtest_fail_fast: the first failing test is
+# enough. A tier this run cannot hold (no newest server) passes.
+live_filter='DeliveryGapLiveTest.*:AuditLiveTest.*:WatchLiveTest.LimitMarker*:CliLiveTest.ProbesAnswer*:CliLiveTest.SecretsGiven*:*TransportLiveTest.AnObjectLargerThanAskedIsRefusedUnread/obj:S3LiveTest.AMultipartCompletion*:S3LiveTest.ARotatedSessionToken*'
+run_tier() {
+  local m=$1 tier=$2 filter=$3 log=$4
+  case "$tier" in
+    unit)
+      KVFOLD_MUTATION="$m" timeout 180 "$unit" --gtest_brief=1 --gtest_fail_fast \
+        --gtest_filter="${filter:-*}" ;;
+    # The live tests that drive the real delivery through a dropping proxy
+    # (the S3 tests need s3rver, KVFOLD_S3RVER, which test.sh exports).
+    live)
       KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \
-        --gtest_filter='WatchLiveTest.AnIdle*' >"$log" 2>&1 || { echo "live (idle)"; return; }
-      ;;
-  esac
-  KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast --threads 2 >"$log" 2>&1 ||
-    { echo sim; return; }
-  echo ""
+        --gtest_filter="${filter:-$live_filter}" ;;
+    # Rules that only a server with limit markers or per-message TTL (2.11+)
+    # exercises, on the newest server when test.sh names it.
+    live-newest)
+      [ -n "${KVFOLD_MUTATION_NATS_SERVER:-}" ] || return 0
+      KVFOLD_MUTATION="$m" KVFOLD_NATS_SERVER="$KVFOLD_MUTATION_NATS_SERVER" timeout 120 "$live" \
+        --gtest_brief=1 --gtest_fail_fast \
+        --gtest_filter="${filter:-AuditLiveTest.*Marker*:RepairLiveTest.TtlKeysWithoutLimitMarkers*:RepairLiveTest.AnExpiryWithHistory*}" ;;
+    # The idle heartbeat rule: a test that waits out heartbeats (20 s).
+    live-idle)
+      KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \
+        --gtest_filter="${filter:-WatchLiveTest.AnIdle*}" ;;
+    sim)
+      KVFOLD_MUTATION="$m" timeout 600 "$sim" --quick --fail-fast --threads 2 ;;
+  esac >"$log" 2>&1
+}
+
+# The test that caught each mutant last time (scripts/mutation-catchers,
+# "NAME TIER TEST") runs first, alone: most mutants are caught in a second
+# instead of after every test before theirs. A hint that no longer catches
+# its mutant only costs time: the tiers then run whole, as without one.
+declare -A hint
+if [ -f scripts/mutation-catchers ]; then
+  while read -r name tier test; do
+    [ -n "$name" ] && [ "${name:0:1}" != "#" ] && hint[$name]="$tier $test"
+  done <scripts/mutation-catchers
+fi
+
+# Prints "TIER TEST" for the first tier (and its first failing test, "-"
+# when none is named, as for a hang or the simulation) that fails with
+# mutant $1, or nothing. Tiers in order: the unit + simulation tests, the
+# live tests, those on the newest server, the idle test for the quiet-*
+# points only, then the fault-schedule simulation's quick tier.
+caught_by() {
+  local m=$1 log=$2 tier test tiers="unit live live-newest"
+  case "$m" in quiet-*) tiers="$tiers live-idle" ;; esac
+  tiers="$tiers sim"
+  if [ -n "${hint[$m]:-}" ]; then
+    read -r tier test <<<"${hint[$m]}"
+    if ! run_tier "$m" "$tier" "${test#-}" "$log"; then
+      echo "$tier $test hinted"
+      return
+    fi
+  fi
+  for tier in $tiers; do
+    if ! run_tier "$m" "$tier" "" "$log"; then
+      test=$(sed -nE 's/^\[  FAILED  \] ([^ ,]+)[ ,].*/\1/p' "$log" | head -1)
+      echo "$tier ${test:--}"
+      return
+    fi
+  done
 }
 
 # Worker w takes mutants w, w+jobs, ...; its ports are its share of
@@ -90,15 +127,22 @@ for w in $(seq 0 $((jobs - 1))); do
 done
 for p in "${pids[@]}"; do wait "$p"; done
 
-survivors=()
-while read -r _ m tier; do
+# The catchers found, as scripts/mutation-catchers wants them (copy it
+# there when hints went stale or mutants were added).
+catchers="$dir/mutation-catchers"
+echo "# mutant tier test (written by scripts/mutations.sh)" >"$catchers"
+survivors=() stale=0
+while read -r _ m tier test hinted; do
   if [ -z "$tier" ]; then
     echo "mutation $m: NOT caught"
     survivors+=("$m")
   else
-    echo "mutation $m: caught by $tier"
+    echo "mutation $m: caught by $tier ($test)"
+    echo "$m $tier $test" >>"$catchers"
+    [ -n "$hinted" ] || stale=$((stale + 1))
   fi
 done < <(cat "$work"/result.* | sort -n)
+[ "$stale" = 0 ] || echo "mutations: $stale mutants caught without a hint; fresh hints in $catchers"
 total=$(echo "$mutants" | wc -w)
 echo "mutations: $((total - ${#survivors[@]}))/$total caught"
 if [ "${#survivors[@]}" -gt 0 ]; then

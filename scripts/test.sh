@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs dependencies, checks the
 # formatting (scripts/format.sh), builds once (with the mutation points
-# compiled in, off unless switched on at run time), then runs the tiers,
-# two side by side where one mostly waits on servers and the other on the
-# CPU, each with a port range of its own (KVFOLD_TEST_PORTS):
-#  1. the unit + simulation and live tests (each live test starts its own
-#     nats-server, or a 3-node cluster, on loopback) on Debian's
-#     nats-server and the newest of trixie and sid   |  the process kill
-#     campaign, the fault-schedule simulation and the exhaustive model;
-#  2. network faults in namespaces and full disks   |  a Release shared build
-#     with warnings as errors, the Debian package, the installed package
-#     built against out of tree, and the tutorials;
-#  3. ASan+UBSan (Debug): its build, then the unit + simulation and live
-#     tests under it (nats.c calls back on its own threads: lifetime bugs
-#     show up there)   |  every mutation point, each switched on at run time
-#     to show its correctness step is guarded by a test.
-# Each tier's output is printed whole when the tiers beside it are done,
-# with the time it took; `[m:ss]` marks the end of each stage.
+# compiled in, off unless switched on at run time), then runs the tiers in
+# two lanes side by side, each with a port range of its own
+# (KVFOLD_TEST_PORTS): one of tiers that mostly wait on servers, one of
+# tiers that mostly use the CPU, so that the two cores stay busy to the end:
+#   waiting:  the unit + simulation and live tests (each live test starts
+#             its own nats-server, or a 3-node cluster, on loopback) on
+#             Debian's nats-server and the newest of trixie and sid; the
+#             ASan+UBSan unit + simulation and live tests (nats.c calls
+#             back on its own threads: lifetime bugs show up there), once
+#             the other lane built them; network faults in namespaces and
+#             full disks;
+#   CPU:      the ASan+UBSan (Debug) build; the process kill campaign, the
+#             fault-schedule simulation and the exhaustive model; a Release
+#             shared build with warnings as errors, the Debian package, the
+#             installed package built against out of tree, and the
+#             tutorials; every mutation point, each switched on at run time
+#             to show its correctness step is guarded by a test.
+# A lane runs every tier even after one failed. Each lane's output is
+# printed whole when both are done, each tier's with the time it took;
+# `[m:ss]` marks the end of each tier.
 # ThreadSanitizer, like the longer campaigns, is in scripts/nightly.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,40 +51,52 @@ start=$(date +%s)
 # Marks the end of a stage with the minutes and seconds since the start.
 step() { local t=$(( $(date +%s) - start )); printf 'test.sh: [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$1"; }
 
-# side NAME PORTS CMD...: runs CMD in the background as tier NAME, with
-# its test ports in PORTS ("LOW-HIGH"), its output kept in a log.
-# join_tiers: waits for every tier started, prints each one's log in order, and
-# fails if any failed.
+# lane NAME PORTS TIER...: runs the tiers (shell functions) one after
+# another in the background as lane NAME, with its test ports in PORTS
+# ("LOW-HIGH"), its output kept in a log; every tier runs, and the lane
+# fails if one did. join_lanes: waits for both, prints each one's log in
+# order, and fails if any tier failed.
 logs=$(mktemp -d -t kvfold-test-XXXXXX)
 pkg=$(mktemp -d -t kvfold-pkg-XXXXXX)
 trap 'rm -rf "$logs" "$pkg"' EXIT
-tiers=()
-side() {
+lanes=()
+lane() {
   local name=$1 ports=$2
   shift 2
   (
-    t0=$(date +%s)
-    trap 'rc=$?; echo "test.sh: tier $name took $(( $(date +%s) - t0 )) s (exit $rc)"' EXIT
     export KVFOLD_TEST_PORTS=$ports
-    "$@"
+    failed=""
+    for tier in "$@"; do
+      t0=$(date +%s)
+      # Not `("$tier") || ...`: errexit is off in a command whose status is
+      # tested, and a failing step inside the tier would go unnoticed.
+      set +e
+      (set -e; "$tier")
+      rc=$?
+      set -e
+      echo "test.sh: tier $tier took $(( $(date +%s) - t0 )) s (exit $rc)"
+      step "$tier"
+      [ "$rc" = 0 ] || { failed="$failed $tier"; echo "test.sh: tier $tier failed" >>"$logs/failed"; }
+    done
+    [ -z "$failed" ]
   ) >"$logs/$name.log" 2>&1 &
-  tiers+=("$name:$!")
+  lanes+=("$name:$!")
 }
-join_tiers() {
-  local failed="" t
-  for t in "${tiers[@]}"; do
-    wait "${t#*:}" || failed="$failed ${t%%:*}"
+join_lanes() {
+  local t
+  for t in "${lanes[@]}"; do
+    wait "${t#*:}" || true
   done
-  for t in "${tiers[@]}"; do
+  for t in "${lanes[@]}"; do
     sed "s/^/[${t%%:*}] /" "$logs/${t%%:*}.log"
   done
-  tiers=()
-  if [ -n "$failed" ]; then
+  if [ -s "$logs/failed" ]; then
     # A failed tier's log can be long and a CI page shows only its ends:
     # repeat what failed (test names, sanitizer reports, assertion lines)
     # last, where it is read.
-    for t in $failed; do
-      echo "test.sh: what failed in tier $t:"
+    for t in "${lanes[@]}"; do
+      t=${t%%:*}
+      echo "test.sh: what failed in lane $t:"
       grep -E -A12 '^\[  FAILED  \]|Failure$|survivors:|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|: error: |test.sh: .* (not|failed|did not)' \
         "$logs/$t.log" | head -80 | sed "s/^/[$t] /"
       # A test binary killed by a signal: the test it was in and its stack
@@ -88,7 +104,7 @@ join_tiers() {
       grep -E -A40 '^\*\*\* signal [0-9]+ ' "$logs/$t.log" | head -60 | sed "s/^/[$t] /"
       grep -E '^\[ RUN      \]' "$logs/$t.log" | tail -1 | sed "s/^/[$t] last started: /"
     done
-    echo "test.sh: FAILED:$failed" >&2
+    echo "test.sh: FAILED:$(sed 's/test.sh: tier / /; s/ failed$//' "$logs/failed" | tr -d '\n')" >&2
     exit 1
   fi
 }
@@ -171,15 +187,30 @@ package_tier() {
   scripts/examples.sh "$pkg/examples-static" build
 }
 
+# The ASan+UBSan build, in the CPU lane; its tests wait for it in the
+# other (asan.done or asan.failed in $logs says how it ended).
+asan_build() {
+  local rc=0
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON \
+    -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null &&
+    cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli || rc=$?
+  if [ "$rc" = 0 ]; then touch "$logs/asan.done"; else touch "$logs/asan.failed"; fi
+  return "$rc"
+}
 # The 3-node cluster test runs in the plain tier only: under a sanitizer's
 # slowdown its consumer creates time out through every leader election.
-asan_tier() {
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DKVFOLD_SANITIZE=ON \
-    -DKVFOLD_WERROR=ON -DKVFOLD_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build build-asan -j2 --target kvfold_unit_tests kvfold_live_tests kvfold_cli
-  echo "test.sh: ASan build done"
+asan_tests() {
+  while [ ! -e "$logs/asan.done" ]; do
+    [ -e "$logs/asan.failed" ] && { echo "test.sh: the ASan build failed (CPU lane)" >&2; return 1; }
+    sleep 5
+  done
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      GTEST_FILTER='-ClusterLiveTest.*' ctest --output-on-failure -L 'unit|live')
+}
+
+# Every correctness step has a test that fails without it (run-time switch).
+mutations() {
+  KVFOLD_MUTATION_NATS_SERVER=$(tail -1 <<<"$servers" | awk '{print $3}') scripts/mutations.sh build 2
 }
 
 scripts/format.sh --check
@@ -190,22 +221,12 @@ scripts/check-readme.sh   # the README's code compiles (and links, in the packag
 scripts/build.sh build -DKVFOLD_MUTATIONS=ON
 step "format check and build"
 
-side live 10000-17999 live_matrix
-side deep 18000-23999 deep_tiers
-join_tiers
-step "live tiers on $(wc -l <<<"$servers" | awk '{print $1 + 1}') servers | kill campaign, simulation, model"
-
-side faults 10000-17999 fault_tiers
-side package 18000-23999 package_tier
-join_tiers
-step "network faults, full disks | Release shared build, package, examples"
-
-# Every correctness step has a test that fails without it (run-time switch).
-side asan 10000-17999 asan_tier
-KVFOLD_MUTATION_NATS_SERVER=$(tail -1 <<<"$servers" | awk '{print $3}') \
-  side mutations 18000-31999 scripts/mutations.sh build 2
-join_tiers
-step "ASan+UBSan build and tests | mutations"
+# The CPU lane starts with the ASan build, which the waiting lane needs
+# after its live tiers; the mutations, whose workers are many short test
+# runs, end it.
+lane waiting 10000-17999 live_matrix asan_tests fault_tiers
+lane cpu 18000-31999 asan_build deep_tiers package_tier mutations
+join_lanes
 
 # ThreadSanitizer is a deep tier (scripts/tsan.sh, run by scripts/nightly.sh):
 # its own build and a second pass of the unit and live tests cost about 11
