@@ -16,13 +16,23 @@ Status ChangeWriter::Add(const std::string& key, const std::optional<Entry>& pre
     hook = false;
   }
   if (hook) ++(next.deleted ? deletes_ : puts_);
-  const bool first = pending_keys_.insert(key).second;
+  // While keys come in ascending order (a repair walks them so) none can
+  // repeat and no set is kept; the first out of order starts it.
+  bool first = ascending_ && (pending_.empty() || key > pending_.back().key);
+  if (!first) {
+    if (ascending_) {
+      ascending_ = false;
+      for (const Pending& p : pending_) pending_keys_.insert(p.key);
+    }
+    first = pending_keys_.insert(key).second;
+  }
+  if (first) ++distinct_;
   if (!first) counts_known_ = false;
   core::AddCountChange(core::CountChangeOf(previous ? &*previous : nullptr, next), &counts_);
   std::optional<Entry> before;
   if (previous) before = Entry{previous->revision, previous->deleted, {}};
   pending_.push_back(Pending{key, std::move(before), next, hook});
-  if (pending_keys_.size() >= batch_limit_) return Flush();
+  if (distinct_ >= batch_limit_) return Flush();
   return Status::OK();
 }
 
@@ -35,9 +45,15 @@ Status ChangeWriter::TakePending(FoldCommit* commit) {
     KVFOLD_RETURN_IF_ERROR(
         core::ReportChange(ctx_.apply, ctx_.metrics, origin_, p.key, op, p.next, p.previous));
   }
-  for (Pending& p : pending_) commit->entries.insert_or_assign(std::move(p.key), std::move(p.next));
+  // Repairs add in key order: the end is the hint, and each insert is
+  // constant time.
+  for (Pending& p : pending_) {
+    commit->entries.insert_or_assign(commit->entries.end(), std::move(p.key), std::move(p.next));
+  }
   pending_.clear();
   pending_keys_.clear();
+  ascending_ = true;
+  distinct_ = 0;
   return Status::OK();
 }
 

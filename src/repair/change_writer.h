@@ -74,7 +74,10 @@ class ChangeWriter {
     bool hook = false;
   };
   std::vector<Pending> pending_;
+  // The batch's distinct keys; the set only once a key came out of order.
   std::set<std::string, std::less<>> pending_keys_;
+  bool ascending_ = true;
+  size_t distinct_ = 0;
   // The batch's count change, from the `previous` entries Add was given;
   // unknown once a key changes twice in one batch.
   FoldCommit::CountChange counts_;

@@ -39,7 +39,9 @@ Status RunRelist(RepairContext& ctx, const Scope& scope, ChangeOrigin origin, bo
   }
 
   ChangeWriter writer(ctx, origin);
-  FoldWalker walker(ctx.fold, scope);
+  // Values only where a rule keeps one (a rebase rewrites a surviving
+  // entry at revision 0); otherwise a change is a delete or nothing.
+  FoldWalker walker(ctx.fold, scope, /*values=*/rebase);
   uint64_t since_stop_check = 0;
   while (true) {
     auto next = walker.Peek();

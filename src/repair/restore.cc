@@ -102,7 +102,10 @@ Status RestoreAttempt::Run() {
                       std::max<size_t>(ctx_.batch_size, size_t{1} << 16));
   // Each chunk in one table file, not through the log and memtables.
   writer.set_bulk(true);
-  FoldWalker walker(ctx_.fold, req_.scope);
+  // The fold's values only where a rule keeps one (a rebase rewrites a
+  // surviving entry at revision 0): otherwise an artifact entry replaces a
+  // fold entry of a lower revision, whose value cannot make them equal.
+  FoldWalker walker(ctx_.fold, req_.scope, /*values=*/req_.rebase);
   KVFOLD_RETURN_IF_ERROR(MergePass(writer, walker));
   if (out_->stopped) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(MergeFoldOnlyBefore(writer, walker, nullptr));
