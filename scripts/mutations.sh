@@ -81,6 +81,26 @@ if [ -f scripts/mutation-catchers ]; then
   done <scripts/mutation-catchers
 fi
 
+# passes_alone TIER TEST: whether TEST passes on its own with no mutant, so
+# that its failure with one is the mutant's doing (a test that fails run
+# alone would otherwise catch every mutant hinted to it). Once per test and
+# worker (its result kept in $work/alone.$w); a whole tier ("-") is run
+# without a mutant by the other tiers of test.sh.
+passes_alone() {
+  local tier=$1 test=$2 seen="$work/alone.$w"
+  [ "$test" = - ] && return 0
+  touch "$seen"
+  if ! grep -qxF "$tier $test" "$seen" && ! grep -qxF "! $tier $test" "$seen"; then
+    if run_tier "" "$tier" "$test" "$work/alone-log.$w"; then
+      echo "$tier $test" >>"$seen"
+    else
+      echo "! $tier $test" >>"$seen"
+      echo "mutations: $test ($tier) fails with no mutant: its hints are not taken" >&2
+    fi
+  fi
+  grep -qxF "$tier $test" "$seen"
+}
+
 # Prints "TIER TEST" for the first tier (and its first failing test, "-"
 # when none is named, as for a hang or the simulation) that fails with
 # mutant $1, or nothing. Tiers in order: the unit + simulation tests, the
@@ -92,7 +112,7 @@ caught_by() {
   tiers="$tiers sim"
   if [ -n "${hint[$m]:-}" ]; then
     read -r tier test <<<"${hint[$m]}"
-    if ! run_tier "$m" "$tier" "${test#-}" "$log"; then
+    if ! run_tier "$m" "$tier" "${test#-}" "$log" && passes_alone "$tier" "$test"; then
       echo "$tier $test hinted"
       return
     fi
@@ -144,6 +164,11 @@ while read -r _ m tier test hinted; do
 done < <(cat "$work"/result.* | sort -n)
 [ "$stale" = 0 ] || echo "mutations: $stale mutants caught without a hint; fresh hints in $catchers"
 total=$(echo "$mutants" | wc -w)
+# Every mutant has its line: one without (a worker that died) is no catch.
+if [ "$(cat "$work"/result.* | wc -l)" != "$total" ]; then
+  echo "mutations: $(cat "$work"/result.* | wc -l) results for $total mutants" >&2
+  exit 1
+fi
 echo "mutations: $((total - ${#survivors[@]}))/$total caught"
 if [ "${#survivors[@]}" -gt 0 ]; then
   echo "mutations: survivors: ${survivors[*]}" >&2

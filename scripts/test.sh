@@ -64,6 +64,7 @@ lane() {
   local name=$1 ports=$2
   shift 2
   (
+    echo "$BASHPID" >"$logs/$name.pid"
     export KVFOLD_TEST_PORTS=$ports
     failed=""
     for tier in "$@"; do
@@ -78,6 +79,7 @@ lane() {
       step "$tier"
       [ "$rc" = 0 ] || { failed="$failed $tier"; echo "test.sh: tier $tier failed" >>"$logs/failed"; }
     done
+    touch "$logs/$name.done"
     [ -z "$failed" ]
   ) >"$logs/$name.log" 2>&1 &
   lanes+=("$name:$!")
@@ -86,6 +88,9 @@ join_lanes() {
   local t
   for t in "${lanes[@]}"; do
     wait "${t#*:}" || true
+    # A lane that died between its tiers (killed, a full disk under its
+    # bookkeeping) ran fewer than all: it fails too.
+    [ -e "$logs/${t%%:*}.done" ] || echo "test.sh: lane ${t%%:*} did not finish" >>"$logs/failed"
   done
   for t in "${lanes[@]}"; do
     sed "s/^/[${t%%:*}] /" "$logs/${t%%:*}.log"
@@ -98,13 +103,13 @@ join_lanes() {
       t=${t%%:*}
       echo "test.sh: what failed in lane $t:"
       grep -E -A12 '^\[  FAILED  \]|Failure$|survivors:|ERROR: (Address|Leak)Sanitizer|runtime error:|^SUMMARY:|\*\*\*(Failed|Exception)|: error: |test.sh: .* (not|failed|did not)' \
-        "$logs/$t.log" | head -80 | sed "s/^/[$t] /"
+        "$logs/$t.log" | head -80 | sed "s/^/[$t] /" || true
       # A test binary killed by a signal: the test it was in and its stack
       # (tests/crash_report.cc), and the last test started, if no report.
-      grep -E -A40 '^\*\*\* signal [0-9]+ ' "$logs/$t.log" | head -60 | sed "s/^/[$t] /"
-      grep -E '^\[ RUN      \]' "$logs/$t.log" | tail -1 | sed "s/^/[$t] last started: /"
+      grep -E -A40 '^\*\*\* signal [0-9]+ ' "$logs/$t.log" | head -60 | sed "s/^/[$t] /" || true
+      grep -E '^\[ RUN      \]' "$logs/$t.log" | tail -1 | sed "s/^/[$t] last started: /" || true
     done
-    echo "test.sh: FAILED:$(sed 's/test.sh: tier / /; s/ failed$//' "$logs/failed" | tr -d '\n')" >&2
+    echo "test.sh: FAILED: $(sed 's/^test.sh: //' "$logs/failed" | paste -sd ';' -)" >&2
     exit 1
   fi
 }
@@ -202,6 +207,11 @@ asan_build() {
 asan_tests() {
   while [ ! -e "$logs/asan.done" ]; do
     [ -e "$logs/asan.failed" ] && { echo "test.sh: the ASan build failed (CPU lane)" >&2; return 1; }
+    # The CPU lane gone without a word (killed): no build is coming.
+    if [ -e "$logs/cpu.pid" ] && ! kill -0 "$(cat "$logs/cpu.pid")" 2>/dev/null && [ ! -e "$logs/asan.done" ]; then
+      echo "test.sh: the CPU lane ended before the ASan build did" >&2
+      return 1
+    fi
     sleep 5
   done
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -63,6 +63,21 @@ TEST(ChangeWriterTest, AKeyThatComesAgainInABatchIsCountedOnceAndItsLastEntryWin
   EXPECT_EQ(m->live_keys, 4u);
   ASSERT_TRUE(h.fold->Get("d", &e).ok());
   EXPECT_EQ(e.value, "w");
+  // A key that repeats the newest, not the first.
+  ChangeWriter w2(h.ctx, ChangeOrigin::kRelist);
+  ASSERT_TRUE(w2.Add("f", std::nullopt, Entry{8, false, "v"}, true).ok());
+  ASSERT_TRUE(w2.Add("h", std::nullopt, Entry{9, false, "v"}, true).ok());
+  ASSERT_TRUE(w2.Add("h", Entry{9, false, ""}, Entry{10, false, "w"}, true).ok());
+  m = h.fold->ReadMeta();
+  EXPECT_EQ(m->entries, 5u) << "two distinct keys are not a full batch of three";
+  ASSERT_TRUE(w2.Add("g", std::nullopt, Entry{11, false, "v"}, true).ok());  // the third
+  m = h.fold->ReadMeta();
+  EXPECT_EQ(m->entries, 8u);
+  ASSERT_TRUE(w2.Add("f", Entry{8, false, ""}, Entry{12, true, ""}, true).ok());
+  ASSERT_TRUE(w2.Finish(FoldCommit()).ok());
+  m = h.fold->ReadMeta();
+  EXPECT_EQ(m->entries, 8u);
+  EXPECT_EQ(m->live_keys, 6u);
 }
 
 }  // namespace

@@ -360,6 +360,26 @@ TEST_P(FoldContractTest, ABulkCommitReplacesHeldKeysAsAnyCommit) {
   EXPECT_EQ(live[1].first, "d");
 }
 
+// The hint is not taken with a clear: the clear's range deletion and the
+// entries that replace it go in one batch.
+TEST_P(FoldContractTest, ABulkCommitThatClearsRemovesEveryOlderEntry) {
+  FoldCommit first;
+  first.entries["a"] = Entry{1, false, "v"};
+  first.entries["b"] = Entry{2, false, "w"};
+  ASSERT_TRUE(fold_->Commit(first).ok());
+  FoldCommit clear;
+  clear.clear_entries = true;
+  clear.entries["c"] = Entry{3, false, "x"};
+  clear.counts = FoldCommit::CountChange{1, 1};
+  clear.bulk = true;
+  ASSERT_TRUE(fold_->Commit(clear).ok());
+  Entry e;
+  EXPECT_TRUE(fold_->Get("a", &e).IsNotFound());
+  auto m = fold_->ReadMeta();
+  EXPECT_EQ(m->entries, 1u);
+  EXPECT_EQ(m->live_keys, 1u);
+}
+
 // A snapshot sees a run of new keys with its cursor and counts, or neither:
 // RocksDB numbers a table file that overlaps nothing 0 (seen by every
 // snapshot) when no snapshot exists as it decides, so one taken while the

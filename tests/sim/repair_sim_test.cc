@@ -590,6 +590,29 @@ TEST(RepairSimTest, RecreatedStreamIsRebuiltUnderAuto) {
   EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
 }
 
+// As a restore does (below), a relist onto a recreated stream keeps a
+// surviving key at revision 0 with its value until its new message comes.
+TEST(RepairSimTest, ARelistOntoARecreatedStreamKeepsASurvivingKeysValue) {
+  SimBucket b;
+  for (int i = 0; i < 4; ++i) b.Put("k." + std::to_string(i), "old");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Recreate();
+  b.Put("k.2", "new");
+  std::optional<Entry> before_delivery;
+  Status s = RunNode(b, n, Fast(), nullptr, [&](const Change& c) {
+    if (c.key == "k.2" && c.origin == ChangeOrigin::kLive && !before_delivery) {
+      Entry e;
+      if (n.fold->Get("k.2", &e).ok()) before_delivery = e;
+    }
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(before_delivery.has_value()) << "the new stream's k.2 was never delivered";
+  EXPECT_EQ(*before_delivery, (Entry{0, false, "old"}));
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
+}
+
 TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream) {
   SimBucket b;
   b.SetMaxMsgs(10);
@@ -610,6 +633,42 @@ TEST(RepairSimTest, RecreatedEvictingStreamIsRebuiltFromAnArtifactOfTheNewStream
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
   EXPECT_EQ(LiveEntries(*n.fold), LiveEntries(*a.fold));
+  EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
+}
+
+// A rebuild keeps a key only the fold holds, which the new stream lists
+// live, at revision 0 with its value until the new stream's message for it
+// comes: the restore reads the fold's values on a rebase (it reads none
+// otherwise).
+TEST(RepairSimTest, ARestoreOntoARecreatedStreamKeepsASurvivingKeysValue) {
+  SimBucket b;
+  b.SetMaxMsgs(10);
+  for (int i = 0; i < 8; ++i) b.Put("k." + std::to_string(i), "old");
+  Node n;
+  ASSERT_TRUE(RunNode(b, n).ok());
+  b.Recreate();
+  Artifacts arts;
+  Node a;
+  for (int i = 0; i < 30; ++i) {
+    b.Put("n." + std::to_string(i % 12), "new" + std::to_string(i));
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold);
+  b.Put("k.3", "new");  // after the artifact: listed live, not in it
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  std::optional<Entry> before_delivery;
+  Status s = RunNode(b, n, o, nullptr, [&](const Change& c) {
+    if (c.key == "k.3" && c.origin == ChangeOrigin::kLive && !before_delivery) {
+      Entry e;
+      if (n.fold->Get("k.3", &e).ok()) before_delivery = e;
+    }
+    return Status::OK();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(before_delivery.has_value()) << "the new stream's k.3 was never delivered";
+  EXPECT_EQ(*before_delivery, (Entry{0, false, "old"}));
+  EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
   EXPECT_EQ(n.hook_view, LiveEntries(*n.fold));
 }
 
