@@ -320,7 +320,16 @@ TEST_F(ClusterLiveTest, MirrorNodeKilledMidRelistRetriesOnAnotherNode) {
   StopWriter();
   ASSERT_TRUE(writer_error_.empty()) << writer_error_;
   const uint64_t last = kv_.LastSeq("r3h");
-  EXPECT_TRUE(WaitApplied(last)) << "applied " << applied_ << " of " << last;
+  // As above, on 2.10.27 too: with the machine's two cores busy, its
+  // surviving nodes answered no CONSUMER.CREATE for over 35 s after the
+  // kill (CI, and 1 run in 3 by hand beside a build). Converging is the
+  // contract, not the cluster's recovery time.
+  const auto converging = Clock::now();
+  EXPECT_TRUE(WaitApplied(last, std::chrono::seconds(120)))
+      << "applied " << applied_ << " of " << last;
+  std::fprintf(stderr, "cluster: converged %lld ms after the writes stopped\n",
+               static_cast<long long>(
+                   std::chrono::duration_cast<milliseconds>(Clock::now() - converging).count()));
   stop_.request_stop();
   watch.join();
   EXPECT_TRUE(watched.ok()) << watched.ToString();
