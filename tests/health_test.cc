@@ -9,6 +9,20 @@
 namespace kvfold {
 namespace {
 
+// Mirror::WaitForRevision proves a revision absent only by the second read
+// answered after it began: a heartbeat answers no request and is not one.
+TEST(HealthTest, OnlyAnsweredStreamReadsAreCounted) {
+  WatchMetrics m;
+  m.RecordStreamLast(10);
+  m.RecordStreamLast(12, /*read=*/false);  // a delivery's hint
+  m.RecordStreamHeartbeat(10);
+  EXPECT_EQ(m.Snapshot().stream_reads, 1u);
+  EXPECT_EQ(m.Snapshot().read_stream_last_seq, 10u);
+  EXPECT_LT(m.Snapshot().last_read_age_seconds, 60.0);
+  m.RecordStreamLast(11);
+  EXPECT_EQ(m.Snapshot().stream_reads, 2u);
+}
+
 TEST(HealthTest, ReadyOnlyOnceCaughtUpWithAHeadReadAndWithinTheLag) {
   WatchMetrics m;
   m.RecordCursor(5);  // a restart: the fold's cursor, no head read yet

@@ -67,6 +67,10 @@ struct WatchStats {
   // The stream's last sequence as the newest stream read said (never a
   // delivered message's hint), at last_read_age_seconds ago.
   uint64_t read_stream_last_seq = 0;
+  // Stream reads answered (requests only, not heartbeats). The watch makes
+  // one at a time: the second answered after a moment was asked after it
+  // (the first may have been on its way already).
+  uint64_t stream_reads = 0;
   // stream_last_seq - cursor (0 when the cursor is at or past it). Counts
   // messages out of scope too: the cursor passes them as it proves them.
   uint64_t lag_messages = 0;
@@ -153,6 +157,9 @@ class WatchMetrics {
   // server answers), not a delivery's hint (which can overstate the head);
   // only a read sets the head caught_up aims at, outside a repair.
   void RecordStreamLast(uint64_t last_seq, bool read = true);
+  // A server heartbeat that shows the head the last read saw (a quiet
+  // whole-bucket watch): as a read for readiness, but no request answered.
+  void RecordStreamHeartbeat(uint64_t last_seq);
   void RecordRepair(RepairKind kind, RepairOutcome outcome);
   // A repair that rewrites the fold starts (clears caught_up in the same
   // step, so no snapshot reads "caught up, not repairing" at its end) or
@@ -167,6 +174,8 @@ class WatchMetrics {
   void RecordReconnect();
 
  private:
+  // RecordStreamLast's work, under mu_; `answered`: a read request's answer.
+  void RecordHeadLocked(uint64_t last_seq, bool read, bool answered);
   // Keeps lag_messages and heads_ in step with the cursor and the head.
   void UpdateLag();
   // A repair runs: caught_up stays false, no head read becomes its target.

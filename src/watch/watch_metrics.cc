@@ -86,8 +86,17 @@ void WatchMetrics::RecordCursor(uint64_t cursor) {
   UpdateLag();
 }
 
+void WatchMetrics::RecordStreamHeartbeat(uint64_t last_seq) {
+  std::lock_guard lock(mu_);
+  RecordHeadLocked(last_seq, /*read=*/true, /*answered=*/false);
+}
+
 void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   std::lock_guard lock(mu_);
+  RecordHeadLocked(last_seq, read, read);
+}
+
+void WatchMetrics::RecordHeadLocked(uint64_t last_seq, bool read, bool answered) {
   // The newest reading wins. A lower one (a delivered message's `pending`
   // overstates the head on a 2.10+ server) keeps the heads seen: only a
   // cursor that goes back (a recreated stream) clears them.
@@ -106,6 +115,7 @@ void WatchMetrics::RecordStreamLast(uint64_t last_seq, bool read) {
   if (read) {
     last_read_ = now;
     stats_.read_stream_last_seq = last_seq;
+    if (answered) ++stats_.stream_reads;
   }
   constexpr size_t kMaxHeads = 4096;  // past it, later heads wait their turn
   if (last_seq > stats_.cursor.value_or(0) && heads_.size() < kMaxHeads &&

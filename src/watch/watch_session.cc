@@ -308,7 +308,7 @@ void WatchLoop::NoteHeartbeats(const Delivery& delivery, Clock::TimePoint now) {
   if (hb.count == heartbeats_.count) return;
   heartbeats_ = hb;
   // What a read would tell readiness: the server answers, at this head.
-  if (QuietProven(now) && opt_.metrics) opt_.metrics->RecordStreamLast(hb.stream_seq);
+  if (QuietProven(now) && opt_.metrics) opt_.metrics->RecordStreamHeartbeat(hb.stream_seq);
 }
 
 bool WatchLoop::QuietProven(Clock::TimePoint now) const {
