@@ -10,14 +10,14 @@
 #             Debian's nats-server and the newest of trixie and sid; the
 #             ASan+UBSan unit + simulation and live tests (nats.c calls
 #             back on its own threads: lifetime bugs show up there), once
-#             the other lane built them;
+#             the other lane built them; network faults in namespaces and
+#             full disks;
 #   CPU:      the ASan+UBSan (Debug) build; the process kill campaign, the
 #             fault-schedule simulation and the exhaustive model; a Release
 #             shared build with warnings as errors, the Debian package, the
 #             installed package built against out of tree, and the
 #             tutorials; every mutation point, each switched on at run time
-#             to show its correctness step is guarded by a test; then
-#             network faults in namespaces and full disks.
+#             to show its correctness step is guarded by a test.
 # A lane runs every tier even after one failed. Each lane's output is
 # printed whole when both are done, each tier's with the time it took;
 # `[m:ss]` marks the end of each tier.
@@ -232,11 +232,10 @@ scripts/build.sh build -DKVFOLD_MUTATIONS=ON
 step "format check and build"
 
 # The CPU lane starts with the ASan build, which the waiting lane needs
-# after its live tiers; the network faults and full disks, which mostly
-# wait, end it beside the ASan tests (the lanes then end within minutes of
-# each other: 21 and 18 minutes with the faults in the waiting lane).
-lane waiting 10000-17999 live_matrix asan_tests
-lane cpu 18000-31999 asan_build deep_tiers package_tier mutations fault_tiers
+# after its live tiers; the mutations, whose workers are many short test
+# runs, end it.
+lane waiting 10000-17999 live_matrix asan_tests fault_tiers
+lane cpu 18000-31999 asan_build deep_tiers package_tier mutations
 join_lanes
 
 # ThreadSanitizer is a deep tier (scripts/tsan.sh, run by scripts/nightly.sh):
