@@ -429,18 +429,21 @@ TEST(RocksFoldTest, ASnapshotSeesARunOfNewKeysWithItsCursorOrNotAtAll) {
   EXPECT_EQ(violations, 0) << "first: " << first;
 }
 
+// The table files in a RocksDB fold's directory.
+int TableFiles(const std::string& path) {
+  int n = 0;
+  for (const auto& f : std::filesystem::directory_iterator(path)) {
+    if (f.path().extension() == ".sst") ++n;
+  }
+  return n;
+}
+
 // The RocksDB fold links a run of new keys in as a table file: nothing of
 // it goes through the write-ahead log, and it survives a reopen.
 TEST(RocksFoldTest, ACommitOfNewKeysIsIngestedAsATableFile) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
-  auto table_files = [&] {
-    int n = 0;
-    for (const auto& f : std::filesystem::directory_iterator(path)) {
-      if (f.path().extension() == ".sst") ++n;
-    }
-    return n;
-  };
+  auto table_files = [&] { return TableFiles(path); };
   {
     auto f = OpenRocksFold(path);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -468,13 +471,7 @@ TEST(RocksFoldTest, ACommitOfNewKeysIsIngestedAsATableFile) {
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
-  auto table_files = [&] {
-    int n = 0;
-    for (const auto& f : std::filesystem::directory_iterator(path)) {
-      if (f.path().extension() == ".sst") ++n;
-    }
-    return n;
-  };
+  auto table_files = [&] { return TableFiles(path); };
   {
     auto f = OpenRocksFold(path);
     ASSERT_TRUE(f.ok()) << f.status().ToString();

@@ -590,6 +590,19 @@ TEST(RepairSimTest, RecreatedStreamIsRebuiltUnderAuto) {
   EXPECT_EQ(LiveEntries(*n.fold), b.Truth(Scope()));
 }
 
+// An apply hook that keeps `key`'s fold entry as it stands when the
+// watch's first live change of it comes (before that change commits).
+std::function<Status(const Change&)> FoldEntryBeforeItsDelivery(Node& n, std::string key,
+                                                                std::optional<Entry>* out) {
+  return [&n, key = std::move(key), out](const Change& c) {
+    if (c.key == key && c.origin == ChangeOrigin::kLive && !*out) {
+      Entry e;
+      if (n.fold->Get(key, &e).ok()) *out = e;
+    }
+    return Status::OK();
+  };
+}
+
 // As a restore does (below), a relist onto a recreated stream keeps a
 // surviving key at revision 0 with its value until its new message comes.
 TEST(RepairSimTest, ARelistOntoARecreatedStreamKeepsASurvivingKeysValue) {
@@ -600,13 +613,7 @@ TEST(RepairSimTest, ARelistOntoARecreatedStreamKeepsASurvivingKeysValue) {
   b.Recreate();
   b.Put("k.2", "new");
   std::optional<Entry> before_delivery;
-  Status s = RunNode(b, n, Fast(), nullptr, [&](const Change& c) {
-    if (c.key == "k.2" && c.origin == ChangeOrigin::kLive && !before_delivery) {
-      Entry e;
-      if (n.fold->Get("k.2", &e).ok()) before_delivery = e;
-    }
-    return Status::OK();
-  });
+  Status s = RunNode(b, n, Fast(), nullptr, FoldEntryBeforeItsDelivery(n, "k.2", &before_delivery));
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_TRUE(before_delivery.has_value()) << "the new stream's k.2 was never delivered";
   EXPECT_EQ(*before_delivery, (Entry{0, false, "old"}));
@@ -658,13 +665,7 @@ TEST(RepairSimTest, ARestoreOntoARecreatedStreamKeepsASurvivingKeysValue) {
   WatchOptions o = Fast();
   o.artifacts = arts.source();
   std::optional<Entry> before_delivery;
-  Status s = RunNode(b, n, o, nullptr, [&](const Change& c) {
-    if (c.key == "k.3" && c.origin == ChangeOrigin::kLive && !before_delivery) {
-      Entry e;
-      if (n.fold->Get("k.3", &e).ok()) before_delivery = e;
-    }
-    return Status::OK();
-  });
+  Status s = RunNode(b, n, o, nullptr, FoldEntryBeforeItsDelivery(n, "k.3", &before_delivery));
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_TRUE(before_delivery.has_value()) << "the new stream's k.3 was never delivered";
   EXPECT_EQ(*before_delivery, (Entry{0, false, "old"}));
