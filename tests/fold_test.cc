@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -466,6 +467,51 @@ TEST(RocksFoldTest, ACommitOfNewKeysIsIngestedAsATableFile) {
   Entry e;
   ASSERT_TRUE((*f)->Get("k42", &e).ok());
   EXPECT_EQ(e.revision, 43u);
+}
+
+// Table files of the fold at `path` this process holds open.
+int OpenTableFiles(const std::string& path) {
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind(path + "/", 0) == 0 && target.ends_with(".sst")) ++n;
+  }
+  return n;
+}
+
+// A writer opens a table file when it first reads it, not all of them at
+// start: a resume of a few keys on a fold of hundreds of files would
+// otherwise pay to open (and close) every one.
+TEST(RocksFoldTest, AReopenedFoldOpensItsTableFilesWhenItReadsThem) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  constexpr int kRuns = 60;
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (int r = 0; r < kRuns; ++r) {
+      FoldCommit run;  // runs of ascending keys: files that never overlap
+      char key[32];
+      for (int i = 0; i < 10; ++i) {
+        std::snprintf(key, sizeof key, "r%03d-%d", r, i);
+        run.entries[key] = Entry{uint64_t(r * 10 + i + 1), false, "v"};
+      }
+      run.counts = FoldCommit::CountChange{10, 10};
+      run.new_keys = true;
+      run.cursor = uint64_t(r * 10 + 10);
+      ASSERT_TRUE((*f)->Commit(run).ok());
+    }
+  }
+  ASSERT_GE(TableFiles(path), kRuns);
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  // RocksDB loads up to 16 at start when the limit is finite.
+  EXPECT_LE(OpenTableFiles(path), 16) << TableFiles(path) << " table files";
+  Entry e;
+  ASSERT_TRUE((*f)->Get("r042-7", &e).ok());
+  EXPECT_EQ(e.revision, 428u);
+  EXPECT_EQ((*f)->ReadMeta()->entries, uint64_t(kRuns * 10));
 }
 
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {

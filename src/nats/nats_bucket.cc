@@ -4,16 +4,16 @@
 #include <chrono>
 #include <utility>
 
-#include "core/base64.h"
 #include "core/json_fields.h"
 #include "core/marker_window.h"
-#include "core/message_ttl.h"
 #include "core/mutation.h"
 #include "kvfold/connection.h"
+#include "nats/delta_delivery.h"
 #include "nats/kv_subjects.h"
 #include "nats/nats_connection.h"
 #include "nats/ordered_delivery.h"
 #include "nats/server_strikes.h"
+#include "nats/stored_message.h"
 #include "nats/stranded_consumers.h"
 #include "nats/stream_quorum.h"
 
@@ -77,6 +77,25 @@ class NatsBucket final : public BucketSource {
   StatusOr<std::unique_ptr<Delivery>> Open(const DeliveryStart& start,
                                            const Scope& scope) override {
     return Served([&]() -> StatusOr<std::unique_ptr<Delivery>> {
+      if (start.from_seq) {
+        // A short delta is read from the store and the consumer starts
+        // past the head (delta_delivery.h: creating one from a sequence
+        // the stream holds costs time in proportion to the stream).
+        auto state = ReadStreamHere();
+        if (!state.ok()) return state.status();
+        const uint64_t from = std::max<uint64_t>(*start.from_seq, 1);
+        if (state->last_seq >= from &&
+            state->last_seq - from < nats::DeltaDelivery::kMaxSequences) {
+          const uint64_t tail_from =
+              state->last_seq + (KVFOLD_MUTANT("delta-tail-past-head") ? 2 : 1);
+          auto tail = OpenOrdered(DeliveryStart{tail_from}, scope, /*headers_only=*/false);
+          if (!tail.ok()) return tail.status();
+          auto d = nats::DeltaDelivery::Open(conn_, bucket_, from, state->last_seq,
+                                             std::move(tail).value());
+          if (!d.ok()) return d.status();
+          return std::unique_ptr<Delivery>(std::move(d).value());
+        }
+      }
       auto d = OpenOrdered(start, scope, /*headers_only=*/false);
       if (!d.ok()) return d.status();
       return std::unique_ptr<Delivery>(std::move(d).value());
@@ -115,45 +134,15 @@ class NatsBucket final : public BucketSource {
       if (IsNoMessageFound(reply.status())) return std::optional<BucketMessage>();
       return reply.status().WithContext("reading the last message of key " + key);
     }
-    const json& msg = (*reply)["message"];
-    if (!msg.is_object() || !msg.contains("seq") || !msg["seq"].is_number_unsigned()) {
+    const auto message = reply->find("message");
+    auto m = nats::MessageOfGetReply(bucket_, message == reply->end() ? json() : *message,
+                                     !KVFOLD_MUTANT("last-of-key-ignore-marker"));
+    if (!m.ok()) return m.status().WithContext("reading the last message of key " + key);
+    if (m->key != key) {
       return Status::Corruption("STREAM.MSG.GET on " + stream_ + " for key " + key +
-                                " answered without a sequence");
+                                " answered key " + m->key);
     }
-    BucketMessage m;
-    m.key = key;
-    m.seq = msg["seq"].get<uint64_t>();
-    // Headers come as base64 of an HTTP-like block: find the operation.
-    std::string kv_op, marker, ttl;
-    if (msg.contains("hdrs") && msg["hdrs"].is_string()) {
-      auto raw = core::Base64Decode(msg["hdrs"].get<std::string>());
-      if (!raw) return Status::Corruption("headers of key " + key + " are not base64");
-      auto header = [&raw](const std::string& name) {
-        const std::string needle = "\r\n" + name + ":";
-        const size_t at = raw->find(needle);
-        if (at == std::string::npos) return std::string();
-        size_t start = at + needle.size();
-        const size_t end = raw->find("\r\n", start);
-        while (start < raw->size() && (*raw)[start] == ' ') ++start;
-        return raw->substr(start, end == std::string::npos ? std::string::npos : end - start);
-      };
-      kv_op = header("KV-Operation");
-      if (!KVFOLD_MUTANT("last-of-key-ignore-marker")) marker = header("Nats-Marker-Reason");
-      ttl = header("Nats-TTL");
-    }
-    m.op = nats::OpOfHeaders(kv_op, marker);
-    if (msg.contains("time") && msg["time"].is_string()) {
-      m.time_ns = core::ParseApiTimeNs(msg["time"].get<std::string>()).value_or(0);
-    }
-    if (m.op == Op::kPut) {
-      if (msg.contains("data") && msg["data"].is_string()) {
-        auto data = core::Base64Decode(msg["data"].get<std::string>());
-        if (!data) return Status::Corruption("the value of key " + key + " is not base64");
-        m.value = std::move(*data);
-      }
-      m.expires_ns = core::MessageDeadlineNs(m.time_ns, ttl);
-    }
-    return std::optional<BucketMessage>(std::move(m));
+    return std::optional<BucketMessage>(std::move(m).value());
   }
 
   Status ListKeys(const Scope& scope, const std::function<Status(std::string_view, uint64_t)>& fn,

@@ -348,8 +348,13 @@ StatusOr<nlohmann::json> NatsConnection::ApiRequest(const std::string& api,
     return Status::Unavailable("JetStream request " + subject + " to " + url_ +
                                " failed: " + NatsError(s));
   }
-  std::string text(natsMsg_GetData(reply), static_cast<size_t>(natsMsg_GetDataLength(reply)));
+  auto j = ParseApiReply(subject, reply);
   natsMsg_Destroy(reply);
+  return j;
+}
+
+StatusOr<nlohmann::json> NatsConnection::ParseApiReply(const std::string& subject, natsMsg* reply) {
+  std::string text(natsMsg_GetData(reply), static_cast<size_t>(natsMsg_GetDataLength(reply)));
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return Status::Corruption("JetStream answered " + subject +

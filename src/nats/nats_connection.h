@@ -76,6 +76,9 @@ class NatsConnection {
   // with the server's description; no reply becomes Unavailable; a subject
   // the server refused, PermissionDenied.
   StatusOr<nlohmann::json> ApiRequest(const std::string& api, const nlohmann::json& body);
+  // The reply to a request to `subject`, read as ApiRequest reads it (for
+  // requests sent without waiting, many at a time). Does not take `reply`.
+  static StatusOr<nlohmann::json> ParseApiReply(const std::string& subject, natsMsg* reply);
 
   // Creates the stream `config` describes unless it exists, also when
   // another client creates it at the same moment.

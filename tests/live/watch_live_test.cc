@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "fold_view.h"
@@ -207,6 +208,60 @@ TEST_F(WatchLiveTest, ResumeDeliversOnlyTheDelta) {
   ASSERT_EQ(r.revisions.size(), 8u);  // exactly the delta, counted
   for (uint64_t rev : r.revisions) EXPECT_GT(rev, cursor);
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("d"));
+}
+
+// Invariant: a resume reads a short delta from the stream's store and
+// starts its consumer past the head it read (delta_delivery.h: a consumer
+// from a sequence the stream holds costs time in proportion to the
+// stream), and folds exactly what a consumer would have delivered:
+// sequences the store no longer holds (a key rewritten on a history-1
+// bucket, a purge's roll-up) are skipped, every other arrives once, in
+// order, and whatever comes after the head arrives by the consumer.
+TEST_F(WatchLiveTest, AResumeReadsItsDeltaFromTheStoreAndItsConsumerStartsPastTheHead) {
+  kv_.CreateBucket("dr", {{"max_msgs_per_subject", 1}});
+  for (int i = 0; i < 20; ++i) kv_.Put("dr", "k" + std::to_string(i), "v");
+  auto source = Source("dr");
+  auto fold = OpenFold();
+  ASSERT_TRUE(CatchUp(*source, *fold).status.ok());
+  std::vector<uint64_t> expected;                         // what a consumer would deliver, in order
+  const uint64_t removed = kv_.Put("dr", "k1", "first");  // then rewritten: gone
+  expected.push_back(kv_.Put("dr", "k2", "two"));
+  kv_.Put("dr", "k3", "three");  // then purged: the roll-up removes it
+  expected.push_back(kv_.Put("dr", "new", "n"));
+  expected.push_back(kv_.Put("dr", "k1", "second"));
+  expected.push_back(kv_.Delete("dr", "k4"));
+  expected.push_back(kv_.Purge("dr", "k3"));
+  expected.push_back(kv_.PutWithHeaders("dr", "h", "with a header", {{"Status", "404"}}));
+  const uint64_t head = kv_.LastSeq("dr");
+  ASSERT_FALSE(kv_.StoredLast("dr", "k1")->revision == removed);
+
+  std::vector<uint64_t> applied;
+  std::mutex mu;
+  WatchOptions o;
+  o.linger = milliseconds(5);
+  o.apply = [&](const Change& c) {
+    std::lock_guard lock(mu);
+    applied.push_back(c.revision);
+    return Status::OK();
+  };
+  BackgroundWatch w(*source, *fold, o);
+  w.WaitForCursor(head, std::chrono::seconds(10));
+  ASSERT_EQ(fold->ReadMeta()->cursor, head);
+  // The delivery's consumer started past the head read at its opening.
+  const nlohmann::json list = kv_.Api("$JS.API.CONSUMER.LIST.KV_dr", nlohmann::json::object());
+  ASSERT_EQ(list["consumers"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["consumers"][0]["config"].value("opt_start_seq", uint64_t{0}), head + 1)
+      << list.dump();
+  // What comes after the head comes by it.
+  expected.push_back(kv_.Put("dr", "after", "a"));
+  w.WaitForCursor(expected.back(), std::chrono::seconds(10));
+  ASSERT_TRUE(w.Stop().ok());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(applied, expected);
+  }
+  EXPECT_EQ(fold->ReadMeta()->cursor, expected.back());
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("dr"));
 }
 
 TEST_F(WatchLiveTest, PrefixAndMultiPrefixScopes) {
