@@ -115,16 +115,27 @@ join_lanes() {
 }
 
 live_matrix() {
-  (cd build && ctest --output-on-failure -L 'unit|live')
-  echo "test.sh: plain unit + live tests passed (nats-server $(nats-server --version | sed 's/.*v//'))"
+  # Every server runs even after one failed: a failure on the first must
+  # not hide how the others fare.
+  local failed="" default
+  default=$(nats-server --version | sed 's/.*v//')
+  if (cd build && ctest --output-on-failure -L 'unit|live'); then
+    echo "test.sh: plain unit + live tests passed (nats-server $default)"
+  else
+    failed="$failed $default"
+  fi
   # (S3, the directory transport and the client's move off a silent server
   # do not depend on the server: once is enough.)
   local suite version bin
   while read -r suite version bin; do
-    (cd build && KVFOLD_NATS_SERVER="$bin" GTEST_FILTER='-S3LiveTest.*:*TransportLiveTest.*/dir:*TransportLiveTest.*/s3:SilentServerLiveTest.*' \
-       ctest --output-on-failure -L live)
-    echo "test.sh: live tests passed on nats-server $version ($suite)"
+    if (cd build && KVFOLD_NATS_SERVER="$bin" GTEST_FILTER='-S3LiveTest.*:*TransportLiveTest.*/dir:*TransportLiveTest.*/s3:SilentServerLiveTest.*' \
+          ctest --output-on-failure -L live); then
+      echo "test.sh: live tests passed on nats-server $version ($suite)"
+    else
+      failed="$failed $version"
+    fi
   done <<<"$servers"
+  [ -z "$failed" ] || { echo "test.sh: live tests failed on nats-server$failed"; return 1; }
 }
 
 # The tiers that print their counts: process kills (`kills:`), the
