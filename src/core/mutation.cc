@@ -140,13 +140,13 @@ constexpr const char* kKnown[] = {
     "sign-key-any-mode",         // signer: a private key others can read is used
     "export-round-unsigned",     // scheduled export: the round's artifact ignores sign_key_file
     // Caught by the live tests only (tests/live/delivery_gap_live_test.cc):
-    "delivery-ignore-gap",             // ordered delivery: a skipped consumer sequence passes
-    "delivery-ignore-heartbeat-gap",   // ordered delivery: a heartbeat's last sequence is ignored
-    "delivery-ignore-rollup-skip",     // watcher: a purge the server jumped to is folded
-    "delta-tail-past-head",            // resume: the consumer after a delta read starts a
-                                       // sequence late
-    "delta-stop-at-missing-sequence",  // resume: a sequence the store no longer holds breaks
-                                       // the delta read
+    "delivery-ignore-gap",            // ordered delivery: a skipped consumer sequence passes
+    "delivery-ignore-heartbeat-gap",  // ordered delivery: a heartbeat's last sequence is ignored
+    "delivery-ignore-rollup-skip",    // watcher: a purge the server jumped to is folded
+    "delta-tail-past-head",           // resume: the consumer after a delta read starts a
+                                      // sequence late
+    "delta-skip-unproven",            // resume: "no message" from the store skips to the head
+    "delta-verify-never",             // resume: a delta's replies are used unverified
     // (tests/live/cli_live_test.cc: the metrics port's peers, secrets given as flags):
     "metrics-thread-pool",     // metrics server: connections share httplib's thread pool
     "metrics-any-method",      // metrics server: methods but GET and HEAD reach httplib's routing

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <utility>
 
+#include "core/json_fields.h"
 #include "core/mutation.h"
 #include "nats/kv_subjects.h"
 #include "nats/stored_message.h"
@@ -23,34 +24,35 @@ DeliveryEvent Reset(ResetCause cause, std::string reason) {
   return ev;
 }
 
-// STREAM.MSG.GET found no message at the sequence (err_code 10037): it was
-// removed, or never stored in this stream.
+// STREAM.MSG.GET found no message (err_code 10037).
 bool IsNoMessageFound(const Status& s) {
   return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
 }
 
 }  // namespace
 
-DeltaDelivery::DeltaDelivery(std::shared_ptr<NatsConnection> conn, std::string bucket,
-                             uint64_t from, uint64_t head, std::unique_ptr<Delivery> tail)
+DeltaDelivery::DeltaDelivery(std::shared_ptr<NatsConnection> conn, Stream stream, uint64_t from,
+                             OpenConsumer open, std::shared_ptr<ServerStrikes> strikes)
     : conn_(std::move(conn)),
-      bucket_(std::move(bucket)),
-      subject_("$JS.API.STREAM.MSG.GET." + StreamName(bucket_)),
+      stream_(std::move(stream)),
+      open_(std::move(open)),
+      strikes_(std::move(strikes)),
+      subject_("$JS.API.STREAM.MSG.GET." + StreamName(stream_.bucket)),
+      request_tail_(",\"next_by_subj\":\"" + SubjectPrefix(stream_.bucket) + ">\"}"),
       next_(from),
       asked_(from),
-      head_(head),
-      tail_(std::move(tail)) {}
+      verified_(from - 1) {}
 
-StatusOr<std::unique_ptr<DeltaDelivery>> DeltaDelivery::Open(std::shared_ptr<NatsConnection> conn,
-                                                             std::string bucket, uint64_t from,
-                                                             uint64_t head,
-                                                             std::unique_ptr<Delivery> tail) {
-  if (from == 0 || from > head) {
+StatusOr<std::unique_ptr<DeltaDelivery>> DeltaDelivery::Open(
+    std::shared_ptr<NatsConnection> conn, Stream stream, uint64_t from, OpenConsumer open,
+    std::shared_ptr<ServerStrikes> strikes) {
+  if (from == 0 || from > stream.head) {
     return Status::InvalidArgument("a delta read needs 0 < from <= head (from " +
-                                   std::to_string(from) + ", head " + std::to_string(head) + ")");
+                                   std::to_string(from) + ", head " + std::to_string(stream.head) +
+                                   ")");
   }
-  std::unique_ptr<DeltaDelivery> d(
-      new DeltaDelivery(std::move(conn), std::move(bucket), from, head, std::move(tail)));
+  std::unique_ptr<DeltaDelivery> d(new DeltaDelivery(std::move(conn), std::move(stream), from,
+                                                     std::move(open), std::move(strikes)));
   // Read before subscribing, as for a consumer: a reconnect during the
   // set-up shows up as a reset.
   d->generation_ = d->conn_->generation();
@@ -66,6 +68,10 @@ StatusOr<std::unique_ptr<DeltaDelivery>> DeltaDelivery::Open(std::shared_ptr<Nat
   }
   // At most kWindow replies wait here; none may be dropped.
   natsSubscription_SetPendingLimits(d->sub_, -1, -1);
+  const uint64_t tail_from = d->stream_.head + (KVFOLD_MUTANT("delta-tail-past-head") ? 2 : 1);
+  auto tail = d->open_(tail_from);
+  if (!tail.ok()) return tail.status();
+  d->tail_ = std::move(tail).value();
   return d;
 }
 
@@ -83,55 +89,100 @@ void DeltaDelivery::Unsubscribe() {
 }
 
 Status DeltaDelivery::Ask() {
-  while (asked_ <= head_ && asked_ - next_ < kWindow) {
-    const std::string body = "{\"seq\":" + std::to_string(asked_) + "}";
+  while (asked_ <= stream_.head && asked_ - next_ < kWindow) {
+    const std::string body = "{\"seq\":" + std::to_string(asked_) + request_tail_;
     const std::string reply = inbox_ + "." + std::to_string(asked_);
-    const natsStatus s = natsConnection_PublishRequest(conn_->raw(), subject_.c_str(),
-                                                       reply.c_str(), body.data(),
-                                                       static_cast<int>(body.size()));
-    if (s != NATS_OK) return Status::Unavailable("asking for sequence " + std::to_string(asked_) +
-                                                 ": " + NatsError(s));
-    asked_at_.push_back(Clock::now());
+    const natsStatus s = natsConnection_PublishRequest(
+        conn_->raw(), subject_.c_str(), reply.c_str(), body.data(), static_cast<int>(body.size()));
+    if (s != NATS_OK) {
+      return Status::Unavailable("asking for sequence " + std::to_string(asked_) + ": " +
+                                 NatsError(s));
+    }
+    asked_at_.emplace(asked_, Clock::now());
     ++asked_;
   }
   return Status::OK();
 }
 
-StatusOr<std::optional<DeliveryEvent>> DeltaDelivery::Answer(natsMsg* reply) {
-  const std::string what = "reading sequence " + std::to_string(next_) + " of bucket " + bucket_;
-  const char* status = nullptr;
-  if (natsMsgHeader_Get(reply, "Status", &status) == NATS_OK && status != nullptr &&
-      natsMsg_GetDataLength(reply) == 0) {
-    // No responders (503): JetStream is not answering for the stream here.
-    return std::optional<DeliveryEvent>(
-        Reset(ResetCause::kServerStatus, what + ": the server answered status " + status));
+std::optional<uint64_t> DeltaDelivery::FirstMissing() const {
+  for (const auto& [seq, at] : asked_at_) {
+    if (seq >= next_ && arrived_.count(seq) == 0) return seq;
   }
-  auto j = NatsConnection::ParseApiReply(subject_, reply);
-  if (!j.ok()) {
-    if (IsNoMessageFound(j.status()) && !KVFOLD_MUTANT("delta-stop-at-missing-sequence")) {
-      return std::optional<DeliveryEvent>();  // removed: as a consumer skips it
+  return std::nullopt;
+}
+
+void DeltaDelivery::DropBelowNext() {
+  for (auto it = arrived_.begin(); it != arrived_.end() && it->first < next_;) {
+    natsMsg_Destroy(it->second);
+    it = arrived_.erase(it);
+  }
+  asked_at_.erase(asked_at_.begin(), asked_at_.lower_bound(next_));
+  asked_ = std::max(asked_, next_);
+  verified_ = std::max(verified_, next_ - 1);
+}
+
+std::optional<DeliveryEvent> DeltaDelivery::Verify() {
+  if (KVFOLD_MUTANT("delta-verify-never")) return std::nullopt;
+  const std::string stream = StreamName(stream_.bucket);
+  auto info = conn_->ApiRequest("STREAM.INFO." + stream, nullptr);
+  if (!info.ok()) {
+    if (info.status().IsNotFound()) {
+      return Reset(ResetCause::kOther,
+                   "stream " + stream + " was deleted while its delta was read");
     }
-    if (j.status().IsCorruption()) return j.status().WithContext(what);
-    return std::optional<DeliveryEvent>(
-        Reset(ResetCause::kServerStatus, what + ": " + j.status().message()));
+    return Reset(ResetCause::kServerStatus,
+                 "reading stream " + stream + " after its delta: " + info.status().message());
+  }
+  std::string created;
+  if (!core::ReadJsonField(*info, "created", &created, true)) {
+    return Reset(ResetCause::kServerStatus, "stream info for " + stream + " lacks created");
+  }
+  if (created != stream_.created) {
+    return Reset(ResetCause::kOther,
+                 "stream " + stream + " was re-created while its delta was read");
+  }
+  return std::nullopt;
+}
+
+DeltaDelivery::Reply DeltaDelivery::Read(uint64_t seq, natsMsg* msg) {
+  Reply r;
+  const std::string what =
+      "reading from sequence " + std::to_string(seq) + " of bucket " + stream_.bucket;
+  const char* status = nullptr;
+  if (natsMsgHeader_Get(msg, "Status", &status) == NATS_OK && status != nullptr &&
+      natsMsg_GetDataLength(msg) == 0) {
+    // No responders (503): JetStream is not answering for the stream here.
+    r.event = Reset(ResetCause::kServerStatus, what + ": the server answered status " + status);
+    return r;
+  }
+  auto j = NatsConnection::ParseApiReply(subject_, msg);
+  if (!j.ok()) {
+    if (IsNoMessageFound(j.status())) {
+      r.kind = Reply::Kind::kUnproven;
+    } else {
+      r.event = Reset(ResetCause::kServerStatus, what + ": " + j.status().message());
+    }
+    return r;
   }
   const auto message = j->find("message");
-  auto m = MessageOfGetReply(bucket_, message == j->end() ? nlohmann::json() : *message);
-  if (!m.ok()) return m.status().WithContext(what);
-  if (m->seq != next_) {
-    return Status::Corruption(what + ": the server answered sequence " + std::to_string(m->seq));
+  auto m = MessageOfGetReply(stream_.bucket, message == j->end() ? nlohmann::json() : *message);
+  if (!m.ok() || m->seq < seq) {
+    // Not what was asked for: a fault of the server, not of the stream.
+    r.event = Reset(ResetCause::kServerStatus,
+                    what + ": " +
+                        (m.ok() ? "the server answered sequence " + std::to_string(m->seq)
+                                : m.status().message()));
+    return r;
   }
-  // An upper bound of what is left here; the tail may bring more.
-  m->pending = head_ - m->seq;
-  DeliveryEvent ev;
-  ev.kind = DeliveryEvent::Kind::kMessage;
-  ev.message = std::move(m).value();
-  return std::optional<DeliveryEvent>(std::move(ev));
+  r.kind = Reply::Kind::kMessage;
+  r.event.kind = DeliveryEvent::Kind::kMessage;
+  r.event.message = std::move(m).value();
+  return r;
 }
 
 StatusOr<DeliveryEvent> DeltaDelivery::Next(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  while (next_ <= head_) {
+  while (next_ <= stream_.head) {
     if (conn_->generation() != generation_) {
       return Reset(ResetCause::kConnection,
                    "the connection to the server was lost or re-established");
@@ -140,51 +191,91 @@ StatusOr<DeliveryEvent> DeltaDelivery::Next(std::chrono::milliseconds timeout) {
       return Reset(ResetCause::kSlowConsumer, "the client dropped replies (slow consumer)");
     }
     KVFOLD_RETURN_IF_ERROR(conn_->PermissionError());
-    Status asked = Ask();
-    if (!asked.ok()) return Reset(ResetCause::kConnection, asked.message());
-    if (auto it = arrived_.find(next_); it != arrived_.end()) {
-      natsMsg* reply = it->second;
-      arrived_.erase(it);
-      auto ev = Answer(reply);
-      natsMsg_Destroy(reply);
-      if (!ev.ok()) return ev.status();
-      if (*ev && (*ev)->kind == DeliveryEvent::Kind::kReset) return **ev;
-      ++next_;
-      asked_at_.pop_front();
-      if (*ev) return **ev;
+    if (Status asked = Ask(); !asked.ok()) return Reset(ResetCause::kConnection, asked.message());
+    const std::optional<uint64_t> missing = FirstMissing();
+    if (next_ > verified_ && !missing) {
+      // Every reply asked for is in: a stream read after them shows whose.
+      if (auto reset = Verify()) return *reset;
+      verified_ = asked_ - 1;
       continue;
     }
-    const auto now = Clock::now();
-    const auto unanswered_until = asked_at_.front() + conn_->timeout();
-    if (now >= unanswered_until) {
-      return Reset(ResetCause::kIdle, "no answer to the read of sequence " +
-                                          std::to_string(next_) + " within " +
-                                          std::to_string(conn_->timeout().count()) + " ms");
+    if (next_ <= verified_) {
+      auto it = arrived_.find(next_);
+      if (it != arrived_.end()) {
+        Reply r = Read(next_, it->second);
+        natsMsg_Destroy(it->second);
+        arrived_.erase(it);
+        switch (r.kind) {
+          case Reply::Kind::kReset:
+            return r.event;
+          case Reply::Kind::kUnproven: {
+            if (KVFOLD_MUTANT("delta-skip-unproven")) {
+              next_ = stream_.head + 1;
+              DropBelowNext();
+              continue;
+            }
+            // From here the store proves nothing: a consumer reads on.
+            auto consumer = open_(next_);
+            if (!consumer.ok()) {
+              if (!consumer.status().IsUnavailable()) return consumer.status();
+              return Reset(ResetCause::kConnection, consumer.status().message());
+            }
+            tail_ = std::move(consumer).value();
+            next_ = stream_.head + 1;
+            DropBelowNext();
+            continue;
+          }
+          case Reply::Kind::kMessage: {
+            // Nothing is stored between the sequence asked and this one.
+            const uint64_t seq = r.event.message.seq;
+            next_ = std::min(seq, stream_.head) + 1;
+            DropBelowNext();
+            if (seq > stream_.head) continue;  // the tail brings it
+            // An upper bound of what is left here; the tail may bring more.
+            r.event.message.pending = stream_.head - seq;
+            return r.event;
+          }
+        }
+      }
     }
-    if (now >= deadline) return DeliveryEvent{};
-    const auto wait = std::min({deadline - now, unanswered_until - now,
-                                Clock::duration(kRefusalCheck)});
+    if (!missing) continue;
+    // Judged only once nothing is queued: replies that waited while the
+    // caller was busy (a slow hook, a commit) came in time.
+    const auto unanswered_until = asked_at_.at(*missing) + conn_->timeout();
+    auto now = Clock::now();
+    const auto wait = std::clamp<Clock::duration>(std::min(deadline, unanswered_until) - now,
+                                                  std::chrono::milliseconds(1), kRefusalCheck);
     natsMsg* msg = nullptr;
     const natsStatus s = natsSubscription_NextMsg(
-        &msg, sub_,
-        std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()));
-    if (s == NATS_TIMEOUT) continue;
+        &msg, sub_, std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
+    if (s == NATS_OK) {
+      // The reply's subject names the sequence it answers.
+      const std::string_view subject = natsMsg_GetSubject(msg);
+      uint64_t seq = 0;
+      const char* at = subject.data() + std::min(subject.size(), inbox_.size() + 1);
+      const auto parsed = std::from_chars(at, subject.data() + subject.size(), seq);
+      if (parsed.ec != std::errc() || seq < next_ || asked_at_.count(seq) == 0 ||
+          !arrived_.emplace(seq, msg).second) {
+        natsMsg_Destroy(msg);  // not one asked for now
+      }
+      continue;
+    }
     if (s == NATS_SLOW_CONSUMER) {
       return Reset(ResetCause::kSlowConsumer, "the client dropped replies (slow consumer)");
     }
-    if (s != NATS_OK) return Reset(ResetCause::kOther, "reading a reply failed: " + NatsError(s));
-    // The reply's subject names the sequence it answers.
-    const std::string_view subject = natsMsg_GetSubject(msg);
-    uint64_t seq = 0;
-    const char* tail = subject.data() + std::min(subject.size(), inbox_.size() + 1);
-    const auto parsed = std::from_chars(tail, subject.data() + subject.size(), seq);
-    if (parsed.ec != std::errc() || seq < next_ || seq >= asked_ || arrived_.count(seq) != 0) {
-      natsMsg_Destroy(msg);  // not one asked for now
-      continue;
+    if (s != NATS_TIMEOUT) {
+      return Reset(ResetCause::kOther, "reading a reply failed: " + NatsError(s));
     }
-    arrived_.emplace(seq, msg);
+    now = Clock::now();
+    if (now >= unanswered_until) {
+      if (strikes_) strikes_->Add(ServerStrikes::kUnanswered);
+      return Reset(ResetCause::kIdle, "no answer to the read from sequence " +
+                                          std::to_string(*missing) + " within " +
+                                          std::to_string(conn_->timeout().count()) + " ms");
+    }
+    if (now >= deadline) return DeliveryEvent{};
   }
-  // Every sequence through the head was answered: nothing more comes here.
+  // Every sequence through the head is accounted for: nothing more here.
   Unsubscribe();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return tail_->Next(std::max(left, std::chrono::milliseconds(0)));

@@ -86,12 +86,21 @@ class NatsBucket final : public BucketSource {
         const uint64_t from = std::max<uint64_t>(*start.from_seq, 1);
         if (state->last_seq >= from &&
             state->last_seq - from < nats::DeltaDelivery::kMaxSequences) {
-          const uint64_t tail_from =
-              state->last_seq + (KVFOLD_MUTANT("delta-tail-past-head") ? 2 : 1);
-          auto tail = OpenOrdered(DeliveryStart{tail_from}, scope, /*headers_only=*/false);
-          if (!tail.ok()) return tail.status();
-          auto d = nats::DeltaDelivery::Open(conn_, bucket_, from, state->last_seq,
-                                             std::move(tail).value());
+          // The consumers it opens hold what they need, not this bucket.
+          auto config = std::make_shared<nats::OrderedDeliveryConfig>(
+              OrderedConfig(start, scope, /*headers_only=*/false));
+          auto multi = std::make_shared<bool>(multi_filter_);
+          auto open = [conn = conn_, config,
+                       multi](uint64_t seq) -> StatusOr<std::unique_ptr<Delivery>> {
+            nats::OrderedDeliveryConfig c = *config;
+            c.start = DeliveryStart{seq};
+            auto d = nats::OrderedDelivery::Open(conn, std::move(c), multi.get());
+            if (!d.ok()) return d.status();
+            return std::unique_ptr<Delivery>(std::move(d).value());
+          };
+          auto d = nats::DeltaDelivery::Open(
+              conn_, nats::DeltaDelivery::Stream{bucket_, state->created, state->last_seq}, from,
+              std::move(open), strikes_);
           if (!d.ok()) return d.status();
           return std::unique_ptr<Delivery>(std::move(d).value());
         }
@@ -228,9 +237,8 @@ class NatsBucket final : public BucketSource {
     return out;
   }
 
-  StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(const DeliveryStart& start,
-                                                               const Scope& scope,
-                                                               bool headers_only) {
+  nats::OrderedDeliveryConfig OrderedConfig(const DeliveryStart& start, const Scope& scope,
+                                            bool headers_only) const {
     nats::OrderedDeliveryConfig cfg;
     cfg.bucket = bucket_;
     cfg.start = start;
@@ -238,7 +246,14 @@ class NatsBucket final : public BucketSource {
     cfg.headers_only = headers_only;
     cfg.strikes = strikes_;
     cfg.stranded = stranded_;
-    return nats::OrderedDelivery::Open(conn_, std::move(cfg), &multi_filter_);
+    return cfg;
+  }
+
+  StatusOr<std::unique_ptr<nats::OrderedDelivery>> OpenOrdered(const DeliveryStart& start,
+                                                               const Scope& scope,
+                                                               bool headers_only) {
+    return nats::OrderedDelivery::Open(conn_, OrderedConfig(start, scope, headers_only),
+                                       &multi_filter_);
   }
 
   // Runs `call` (a stream read or a delivery's opening) on the connected

@@ -1,5 +1,7 @@
 #include "nats/stored_message.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "core/base64.h"
@@ -45,9 +47,11 @@ StatusOr<BucketMessage> MessageOfGetReply(std::string_view bucket, const nlohman
       const size_t at = raw->find(needle);
       if (at == std::string::npos) return std::string();
       size_t start = at + needle.size();
-      const size_t end = raw->find("\r\n", start);
-      while (start < raw->size() && (*raw)[start] == ' ') ++start;
-      return raw->substr(start, end == std::string::npos ? std::string::npos : end - start);
+      size_t end = std::min(raw->find("\r\n", start), raw->size());
+      // Trimmed on both sides, as nats.c trims what a delivery carries.
+      while (start < end && std::isspace(static_cast<unsigned char>((*raw)[start]))) ++start;
+      while (end > start && std::isspace(static_cast<unsigned char>((*raw)[end - 1]))) --end;
+      return raw->substr(start, end - start);
     };
     kv_op = header("KV-Operation");
     if (read_marker) marker = header("Nats-Marker-Reason");
