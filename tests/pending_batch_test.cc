@@ -168,6 +168,12 @@ TEST(PendingBatchTest, BytesFollowTheKeysAndValuesPending) {
   EXPECT_EQ(b.bytes(), 2u + 1 + 3 + 20);
   b.Put("cde", Entry{4, true, ""});  // a tombstone holds its key only
   EXPECT_EQ(b.bytes(), 2u + 1 + 3);
+  // Again the newest wins, whether the key is the last one or not.
+  ASSERT_NE(b.Find("ab"), nullptr);
+  EXPECT_EQ(b.Find("ab")->value, "z");
+  ASSERT_NE(b.Find("cde"), nullptr);
+  EXPECT_TRUE(b.Find("cde")->deleted);
+  EXPECT_EQ(b.ToCommit().entries.size(), 2u);
   FoldCommit released = b.Release();
   EXPECT_EQ(b.bytes(), 0u);
   b.Put("ab", Entry{5, false, "new"});

@@ -1,6 +1,7 @@
 #include "core/pending_batch.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "core/count_change.h"
 #include "core/mutation.h"
@@ -32,11 +33,21 @@ void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
   if (known_new && all_known_new_) {
     core::AddCountChange(core::CountChangeOf(nullptr, entry), &new_counts_);
   }
-  if (const Entry* replaced = Find(key)) {
-    bytes_ -= key.size() + replaced->value.size();
-  }
+  auto& entries = pending_.entries;
   bytes_ += key.size() + entry.value.size();
-  auto [it, inserted] = pending_.entries.insert_or_assign(key, std::move(entry));
+  // One search per message, none where keys come in ascending order (a
+  // first sync of a bucket written in key order, a repair's walk).
+  bool inserted = true;
+  if (entries.empty() || std::prev(entries.end())->first < key) {
+    entries.emplace_hint(entries.end(), key, std::move(entry));
+  } else {
+    auto [it, fresh] = entries.try_emplace(key, std::move(entry));
+    if (!fresh) {
+      bytes_ -= key.size() + it->second.value.size();
+      it->second = std::move(entry);
+    }
+    inserted = fresh;
+  }
   // A key put twice was not new the second time, whatever the caller says.
   if (!known_new || !inserted) all_known_new_ = false;
 }
