@@ -36,7 +36,7 @@ TEST(StoredMessageTest, APutCarriesItsKeyValueTimeAndSequence) {
 // delete on a delivery, so it must be one here too.
 TEST(StoredMessageTest, HeaderValuesAreTrimmedAsADeliveryTrimsThem) {
   for (const char* line : {"KV-Operation: DEL", "KV-Operation:\tDEL ", "KV-Operation:DEL\t",
-                                  "KV-Operation:  PURGE  "}) {
+                           "KV-Operation:  PURGE  "}) {
     SCOPED_TRACE(line);
     auto m = MessageOfGetReply(
         "b", Stored("$KV.b.k", std::string("NATS/1.0\r\n") + line + "\r\n\r\n", ""));
@@ -44,7 +44,8 @@ TEST(StoredMessageTest, HeaderValuesAreTrimmedAsADeliveryTrimsThem) {
     EXPECT_NE(m->op, Op::kPut);
   }
   // A header whose name only ends like it is another header.
-  auto m = MessageOfGetReply("b", Stored("$KV.b.k", "NATS/1.0\r\nX-KV-Operation: DEL\r\n\r\n", "v"));
+  auto m =
+      MessageOfGetReply("b", Stored("$KV.b.k", "NATS/1.0\r\nX-KV-Operation: DEL\r\n\r\n", "v"));
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->op, Op::kPut);
   EXPECT_EQ(m->value, "v");

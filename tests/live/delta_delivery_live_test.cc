@@ -3,8 +3,6 @@
 // as much as a consumer would. Deltas are opened here by hand, with the
 // stream state a stale or replaced server would have given.
 
-#include "nats/delta_delivery.h"
-
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -13,11 +11,12 @@
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
 #include "live/kv_client.h"
-#include "test_dir.h"
 #include "live/must.h"
 #include "live/nats_server.h"
+#include "nats/delta_delivery.h"
 #include "nats/kv_subjects.h"
 #include "nats/ordered_delivery.h"
+#include "test_dir.h"
 
 namespace kvfold::live {
 namespace {
