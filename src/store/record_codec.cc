@@ -35,13 +35,18 @@ std::string MetaStoreKey(std::string_view name) {
 
 std::string EncodeEntry(const Entry& entry) {
   std::string out;
-  const bool deadline = !entry.deleted && entry.expires_ns > 0;
-  out.reserve(17 + entry.value.size());
-  out.push_back(static_cast<char>((entry.deleted ? 1 : 0) | (deadline ? 2 : 0)));
-  AppendU64(&out, entry.revision);
-  if (deadline) AppendU64(&out, static_cast<uint64_t>(entry.expires_ns));
-  if (!entry.deleted) out.append(entry.value);
+  EncodeEntryTo(entry, &out);
   return out;
+}
+
+void EncodeEntryTo(const Entry& entry, std::string* out) {
+  const bool deadline = !entry.deleted && entry.expires_ns > 0;
+  out->clear();
+  out->reserve(17 + entry.value.size());
+  out->push_back(static_cast<char>((entry.deleted ? 1 : 0) | (deadline ? 2 : 0)));
+  AppendU64(out, entry.revision);
+  if (deadline) AppendU64(out, static_cast<uint64_t>(entry.expires_ns));
+  if (!entry.deleted) out->append(entry.value);
 }
 
 Status DecodeEntry(std::string_view bytes, Entry* out) {

@@ -25,6 +25,8 @@ std::string MetaStoreKey(std::string_view name);
 // follows), the revision as 8 bytes big-endian, with bit 1 the deadline
 // (Entry::expires_ns) as 8 bytes big-endian, then the value bytes.
 std::string EncodeEntry(const Entry& entry);
+// The same into *out (its buffer reused across entries).
+void EncodeEntryTo(const Entry& entry, std::string* out);
 Status DecodeEntry(std::string_view bytes, Entry* out);
 
 std::string EncodeU64(uint64_t v);  // 8 bytes big-endian

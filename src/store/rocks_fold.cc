@@ -206,15 +206,18 @@ class RocksFold final : public Fold {
   // everything before it).
   Status CommitByIngestion(const FoldCommit& commit, const FoldMeta& before, FoldMeta meta) {
     KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
-    for (const auto& kv : commit.entries) {
-      meta.max_revision = std::max(meta.max_revision, kv.second.revision);
-    }
     const std::string file = StagingDir() + "/run-" + std::to_string(++staged_) + ".sst";
     const rocksdb::Options options = db_->GetOptions();
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
     auto s = writer.Open(file);
+    // One pass, with one key and one record buffer for the whole run.
+    std::string store_key(1, store::kEntryTag), record;
     for (auto it = commit.entries.begin(); s.ok() && it != commit.entries.end(); ++it) {
-      s = writer.Put(store::EntryStoreKey(it->first), store::EncodeEntry(it->second));
+      meta.max_revision = std::max(meta.max_revision, it->second.revision);
+      store_key.resize(1);
+      store_key.append(it->first);
+      store::EncodeEntryTo(it->second, &record);
+      s = writer.Put(store_key, record);
     }
     if (s.ok()) s = writer.Finish();  // synced
     if (!s.ok()) return FromRocks(s, "staging a run of fold " + path_);
@@ -262,6 +265,7 @@ class RocksFold final : public Fold {
     }
     size_t i = 0;
     Entry previous;
+    std::string record;
     for (const auto& [key, entry] : commit.entries) {
       if (read_before) {
         const rocksdb::Status& g = got[i];
@@ -277,7 +281,8 @@ class RocksFold final : public Fold {
       if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
         meta->max_revision = std::max(meta->max_revision, entry.revision);
       }
-      batch->Put(slices[i], store::EncodeEntry(entry));
+      store::EncodeEntryTo(entry, &record);
+      batch->Put(slices[i], record);
       ++i;
     }
     return Status::OK();
