@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
@@ -512,6 +513,49 @@ TEST(RocksFoldTest, AReopenedFoldOpensItsTableFilesWhenItReadsThem) {
   ASSERT_TRUE((*f)->Get("r042-7", &e).ok());
   EXPECT_EQ(e.revision, 428u);
   EXPECT_EQ((*f)->ReadMeta()->entries, uint64_t(kRuns * 10));
+}
+
+// The writer keeps at most half the process's descriptors (the soft
+// limit, the one in force) in table files: a fold of more files than that
+// still reads every one of them.
+TEST(RocksFoldTest, AWriterKeepsOpenAtMostHalfTheOpenFileLimit) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_cur != RLIM_INFINITY && saved.rlim_cur < 400) GTEST_SKIP() << "soft limit < 400";
+  rlimit low = saved;
+  low.rlim_cur = 400;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  struct Restore {
+    rlimit r;
+    ~Restore() { setrlimit(RLIMIT_NOFILE, &r); }
+  } restore{saved};
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  constexpr int kRuns = 260;
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    for (int r = 0; r < kRuns; ++r) {
+      FoldCommit run;
+      char key[32];
+      std::snprintf(key, sizeof key, "r%03d", r);
+      run.entries[key] = Entry{uint64_t(r + 1), false, "v"};
+      run.counts = FoldCommit::CountChange{1, 1};
+      run.new_keys = true;
+      run.cursor = uint64_t(r + 1);
+      ASSERT_TRUE((*f)->Commit(run).ok());
+    }
+  }
+  ASSERT_GE(TableFiles(path), kRuns);
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (int r = 0; r < kRuns; ++r) {
+    char key[32];
+    std::snprintf(key, sizeof key, "r%03d", r);
+    Entry e;
+    ASSERT_TRUE((*f)->Get(key, &e).ok()) << key;
+  }
+  EXPECT_LE(OpenTableFiles(path), 200);
 }
 
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {

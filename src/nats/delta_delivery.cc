@@ -217,8 +217,12 @@ StatusOr<DeliveryEvent> DeltaDelivery::Next(std::chrono::milliseconds timeout) {
             // From here the store proves nothing: a consumer reads on.
             auto consumer = open_(next_);
             if (!consumer.ok()) {
-              if (!consumer.status().IsUnavailable()) return consumer.status();
-              return Reset(ResetCause::kConnection, consumer.status().message());
+              // The next delivery's opening meets what stands (a stream
+              // deleted since, a server gone) and says it as it should.
+              if (consumer.status().IsPermissionDenied()) return consumer.status();
+              return Reset(ResetCause::kOther, "opening a consumer from sequence " +
+                                                   std::to_string(next_) + ": " +
+                                                   consumer.status().message());
             }
             tail_ = std::move(consumer).value();
             next_ = stream_.head + 1;

@@ -150,6 +150,15 @@ TEST_F(WatchLiveTest, LimitMarkerIsADeleteOnEveryReadPath) {
   auto kept = source->LastOfKey("kept");
   ASSERT_TRUE(kept.ok() && kept->has_value());
   EXPECT_EQ((*kept)->op, Op::kPut);
+
+  // And in a resume's delta, read from the store (delta_delivery.h).
+  kv_.Put("mk", "again", "v");
+  kv_.PutWithHeaders("mk", "again", "", {{"Nats-Marker-Reason", "Remove"}});
+  r = CatchUp(*source, *fold);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_EQ(LiveEntries(*fold), kv_.Truth("mk"));
+  ASSERT_TRUE(fold->Get("again", &e).ok());
+  EXPECT_TRUE(e.deleted);
 }
 
 // Counters (nats-server 2.12+, allow_msg_counter): an increment is stored
