@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <stop_token>
 #include <thread>
 
 #include "fold_view.h"
@@ -43,8 +44,24 @@ class WatchLiveTest : public ::testing::Test {
     std::vector<uint64_t> revisions;
   };
 
+  // A catch-up that misses a message would wait for it for ever: a
+  // watchdog stops it after two minutes (far beyond any test's catch-up,
+  // under a sanitizer too) and fails the test.
   Result CatchUp(BucketSource& source, Fold& fold, WatchOptions o = {}) {
     Result r;
+    std::stop_source stop;
+    o.stop = stop.get_token();
+    std::atomic<bool> fired{false};
+    std::jthread watchdog([&](std::stop_token done) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+      while (!done.stop_requested() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+      if (!done.stop_requested()) {
+        fired = true;
+        stop.request_stop();
+      }
+    });
     o.until_caught_up = true;
     o.linger = milliseconds(5);
     o.log = [](std::string_view line) {
@@ -55,6 +72,9 @@ class WatchLiveTest : public ::testing::Test {
       return Status::OK();
     };
     r.status = Watch(source, fold, o);
+    watchdog.request_stop();
+    watchdog.join();
+    if (fired) ADD_FAILURE() << "the catch-up did not end within two minutes";
     return r;
   }
 
