@@ -60,7 +60,7 @@ run_tier() {
       [ -n "${KVFOLD_MUTATION_NATS_SERVER:-}" ] || return 0
       KVFOLD_MUTATION="$m" KVFOLD_NATS_SERVER="$KVFOLD_MUTATION_NATS_SERVER" timeout 120 "$live" \
         --gtest_brief=1 --gtest_fail_fast \
-        --gtest_filter="${filter:-AuditLiveTest.*Marker*:RepairLiveTest.TtlKeysWithoutLimitMarkers*:RepairLiveTest.AnExpiryWithHistory*}" ;;
+        --gtest_filter="${filter:-DeltaDeliveryLiveTest.AnAbsence*:AuditLiveTest.*Marker*:RepairLiveTest.TtlKeysWithoutLimitMarkers*:RepairLiveTest.AnExpiryWithHistory*}" ;;
     # The idle heartbeat rule: a test that waits out heartbeats (20 s).
     live-idle)
       KVFOLD_MUTATION="$m" timeout 120 "$live" --gtest_brief=1 --gtest_fail_fast \

@@ -77,7 +77,10 @@ class DeltaDeliveryLiveTest : public ::testing::Test {
 // the head a stream read gave, proves nothing (a copy behind the head, a
 // leader being replaced, may answer it): a consumer from there reads on,
 // and what the store lacked arrives once it is stored. Here the head is
-// past what the store holds, as a stale copy would show it.
+// past what the store holds, as a stale copy would show it. (nats-server
+// 2.9 starts a consumer asked to start past the stream's next sequence at
+// that sequence, which hides a skip here: the mutation runner checks this
+// on the newest server.)
 TEST_F(DeltaDeliveryLiveTest, AnAbsenceTheStoreCannotProveIsReadByAConsumer) {
   kv_.CreateBucket("u");
   for (int i = 0; i < 10; ++i) kv_.Put("u", "k" + std::to_string(i), "v");  // 1..10
