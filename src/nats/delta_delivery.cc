@@ -24,11 +24,6 @@ DeliveryEvent Reset(ResetCause cause, std::string reason) {
   return ev;
 }
 
-// STREAM.MSG.GET found no message (err_code 10037).
-bool IsNoMessageFound(const Status& s) {
-  return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
-}
-
 }  // namespace
 
 DeltaDelivery::DeltaDelivery(std::shared_ptr<NatsConnection> conn, Stream stream, uint64_t from,

@@ -25,12 +25,6 @@ using nlohmann::json;
 // A key or token nothing writes, for checks of the credentials' rights.
 constexpr char kAccessCheckKey[] = "kvfold-access-check";
 
-// STREAM.MSG.GET found no such message (err_code 10037); any other 404 is a
-// missing stream, which is an error.
-bool IsNoMessageFound(const Status& s) {
-  return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
-}
-
 // A 503 or a timeout: JetStream cannot answer now (a cluster electing a
 // leader). Not "no responders" right after the stream answered: that is a
 // missing JetStream API import, a refusal.
@@ -118,7 +112,7 @@ class NatsBucket final : public BucketSource {
       auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
                                      json{{"seq", from_seq}, {"next_by_subj", filter}});
       if (!reply.ok()) {
-        if (IsNoMessageFound(reply.status())) continue;
+        if (nats::IsNoMessageFound(reply.status())) continue;
         return reply.status().WithContext("looking for messages of " + filter + " from " +
                                           std::to_string(from_seq));
       }
@@ -140,7 +134,7 @@ class NatsBucket final : public BucketSource {
     auto reply = conn_->ApiRequest("STREAM.MSG.GET." + stream_,
                                    json{{"last_by_subj", nats::SubjectPrefix(bucket_) + key}});
     if (!reply.ok()) {
-      if (IsNoMessageFound(reply.status())) return std::optional<BucketMessage>();
+      if (nats::IsNoMessageFound(reply.status())) return std::optional<BucketMessage>();
       return reply.status().WithContext("reading the last message of key " + key);
     }
     const auto message = reply->find("message");

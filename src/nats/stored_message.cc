@@ -12,6 +12,10 @@
 
 namespace kvfold::nats {
 
+bool IsNoMessageFound(const Status& s) {
+  return s.IsNotFound() && s.message().find("err_code 10037") != std::string::npos;
+}
+
 StatusOr<BucketMessage> MessageOfGetReply(std::string_view bucket, const nlohmann::json& message,
                                           bool read_marker) {
   std::string subject;

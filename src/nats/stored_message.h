@@ -12,6 +12,10 @@
 
 namespace kvfold::nats {
 
+// Whether a STREAM.MSG.GET request was answered "no message found"
+// (err_code 10037); any other 404 is a missing stream, which is an error.
+bool IsNoMessageFound(const Status& s);
+
 // The message of bucket `bucket` in `message` (the reply's "message"
 // object), folded as a delivery would deliver it: its key, operation (from
 // KV-Operation, and from Nats-Marker-Reason unless `read_marker` is false),
