@@ -155,6 +155,44 @@ TEST(PendingBatchTest, OnlyABatchOfKeysAllKnownNewStatesItsCounts) {
   EXPECT_TRUE(b.ToCommit().counts.has_value());
 }
 
+// A caller that read each key's entry before (a watch with an apply hook)
+// lets the batch state its count change, so the store reads nothing; one
+// put without it (or a failed batch taken back) leaves the store to count.
+TEST(PendingBatchTest, ABatchWhoseEveryEntryBeforeIsKnownStatesItsCounts) {
+  const Entry live{1, false, "x"}, tomb{2, true, ""};
+  PendingBatch b;
+  b.PutOver("a", Entry{10, false, "y"}, std::nullopt);  // a new key
+  b.PutOver("b", Entry{11, true, ""}, live);            // a delete
+  b.PutOver("c", Entry{12, false, "z"}, tomb);          // back from a tombstone
+  b.PutOver("d", Entry{13, false, "w"}, live);          // an update
+  b.Put("e", Entry{14, false, "v"}, /*known_new=*/true);
+  // Pending already: counted from the batch's own entry ("a", new and
+  // live), whatever the caller passes.
+  b.PutOver("a", Entry{15, true, ""}, std::nullopt);
+  FoldCommit c = b.ToCommit();
+  ASSERT_TRUE(c.counts.has_value());
+  EXPECT_FALSE(c.new_keys);           // held keys: through the log, not ingested
+  EXPECT_EQ(c.counts->entries, 2);    // "a" (a tombstone now) and "e"
+  EXPECT_EQ(c.counts->live_keys, 1);  // + "c" + "e", - "b"; "a" never counted live
+  c = b.Release();
+  ASSERT_TRUE(c.counts.has_value());
+
+  // One put whose entry before was not read: the store counts.
+  b.PutOver("f", Entry{16, false, "x"}, std::nullopt);
+  b.Put("g", Entry{17, false, "x"});
+  b.PutOver("h", Entry{18, false, "x"}, std::nullopt);
+  EXPECT_FALSE(b.ToCommit().counts.has_value());
+  b.Clear();
+
+  // A failed batch taken back: the counts went with it.
+  b.PutOver("i", Entry{19, false, "x"}, live);
+  FoldCommit failed = b.Release();
+  ASSERT_TRUE(failed.counts.has_value());
+  b.PutOver("j", Entry{20, false, "x"}, std::nullopt);
+  b.TakeBack(std::move(failed));
+  EXPECT_FALSE(b.Release().counts.has_value());
+}
+
 // The byte count a batch is bounded by follows what it holds: a key put
 // again counts once, at its newest value; a released batch counts nothing;
 // a failed one taken back counts the keys it adds.

@@ -120,7 +120,8 @@ struct FoldCommit {
   std::optional<std::string> last_repair;
   // What this commit changes FoldMeta::live_keys and ::entries by (after a
   // clear_entries), for a caller that knows every key's entry before the
-  // commit (a repair walking the fold, a seed into an empty one): the store
+  // commit (a repair walking the fold, a seed into an empty one, a watch
+  // that read each key to show its apply hook the previous revision): the store
   // then skips reading them. Unset: the store reads them. A wrong value
   // corrupts the counts; the memory fold checks it and refuses a mismatch.
   struct CountChange {

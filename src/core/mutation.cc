@@ -74,6 +74,8 @@ constexpr const char* kKnown[] = {
     "restore-skip-verify-pass",           // restore: writes before the whole artifact verified
     "fold-cursor-backward",               // stores: the cursor may move backward
     "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
+    "pending-counts-past-unknown",        // batch: counts stated past an unread entry before
+    "pending-counts-from-caller",         // batch: a pending key counts from the caller's entry
     "apply-skip-read",                    // watcher: folds without reading at or below max_revision
     "watch-new-keys-past-sync",        // watcher: a state sync's later messages count as new keys
     "quiet-any-scope",                 // watcher: heartbeats skip idle reads of a scoped delivery

@@ -29,36 +29,53 @@ const Entry* PendingBatch::Find(const std::string& key) const {
   return it == pending_.entries.end() ? nullptr : &it->second;
 }
 
-void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
-  if (known_new && all_known_new_) {
-    core::AddCountChange(core::CountChangeOf(nullptr, entry), &new_counts_);
-  }
+std::optional<Entry> PendingBatch::Insert(const std::string& key, Entry entry) {
   auto& entries = pending_.entries;
   bytes_ += key.size() + entry.value.size();
   // One search per message, none where keys come in ascending order (a
   // first sync of a bucket written in key order, a repair's walk).
-  bool inserted = true;
   if (entries.empty() || std::prev(entries.end())->first < key) {
     entries.emplace_hint(entries.end(), key, std::move(entry));
-  } else {
-    auto [it, fresh] = entries.try_emplace(key, std::move(entry));
-    if (!fresh) {
-      bytes_ -= key.size() + it->second.value.size();
-      it->second = std::move(entry);
-    }
-    inserted = fresh;
+    return std::nullopt;
   }
+  auto [it, fresh] = entries.try_emplace(key, std::move(entry));
+  if (fresh) return std::nullopt;
+  bytes_ -= key.size() + it->second.value.size();
+  std::optional<Entry> replaced = std::move(it->second);
+  it->second = std::move(entry);
+  return replaced;
+}
+
+void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
+  const FoldCommit::CountChange change = core::CountChangeOf(nullptr, entry);
+  const bool inserted = !Insert(key, std::move(entry));
   // A key put twice was not new the second time, whatever the caller says.
-  if (!known_new || !inserted) all_known_new_ = false;
+  if (known_new && inserted) {
+    core::AddCountChange(change, &counts_);
+  } else {
+    all_known_new_ = false;
+    if (!KVFOLD_MUTANT("pending-counts-past-unknown")) counts_known_ = false;
+  }
+}
+
+void PendingBatch::PutOver(const std::string& key, Entry entry,
+                           const std::optional<Entry>& before) {
+  const bool deleted = entry.deleted;
+  const std::optional<Entry> replaced = Insert(key, std::move(entry));
+  // What this batch already changed for the key counts from its own entry.
+  const std::optional<Entry>& was =
+      replaced && !KVFOLD_MUTANT("pending-counts-from-caller") ? replaced : before;
+  core::AddCountChange(core::CountChangeOf(was ? &*was : nullptr, Entry{0, deleted, "", 0}),
+                       &counts_);
+  all_known_new_ = false;
 }
 
 void PendingBatch::Complete(FoldCommit* commit) const {
   commit->cursor = cursor_;
   if (cursor_) commit->cursor_time_ns = cursor_time_ns_;
-  if (all_known_new_ && !commit->entries.empty() && !commit->clear_entries && !commit->counts) {
-    commit->counts = new_counts_;
-    commit->new_keys = true;
-  }
+  if (!counts_known_ || commit->entries.empty() || commit->clear_entries || commit->counts) return;
+  commit->counts = counts_;
+  commit->new_keys = all_known_new_;
 }
 
 void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
@@ -74,6 +91,7 @@ void PendingBatch::TakeBack(FoldCommit older) {
   // The failed batch's keys are no longer new to what is pending (and its
   // stated counts go with it): let the store count them all.
   all_known_new_ = false;
+  counts_known_ = false;
   older.counts.reset();
   for (auto& [key, entry] : older.entries) {
     const size_t size = key.size() + entry.value.size();

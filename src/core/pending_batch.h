@@ -35,8 +35,16 @@ class PendingBatch {
   // from everything handed to it before (WatchLoop's first state sync into
   // an empty fold). While every entry pending is known new, the commit
   // states its count change and is marked FoldCommit::new_keys: the store
-  // skips reading the keys and may ingest them as a table file.
+  // skips reading the keys and may ingest them as a table file. Without
+  // it the key's entry before is unknown, and the store reads it.
   void Put(const std::string& key, Entry entry, bool known_new = false);
+
+  // A put by a caller that read the key's entry before (`before`: the one
+  // in flight to the store, else the fold's; nullopt: none): while every
+  // entry pending came with its entry before or is known new, the commit
+  // states its count change (FoldCommit::counts) and the store reads
+  // nothing. A key already pending counts from its pending entry.
+  void PutOver(const std::string& key, Entry entry, const std::optional<Entry>& before);
 
   // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
   // anchor (FoldMeta::cursor_time_ns); at the same cursor, a later anchor
@@ -77,8 +85,9 @@ class PendingBatch {
   void Clear() {
     pending_ = FoldCommit();
     bytes_ = 0;
-    new_counts_ = FoldCommit::CountChange();
+    counts_ = FoldCommit::CountChange();
     all_known_new_ = true;
+    counts_known_ = true;
   }
 
   // Hands the commit for everything pending over (to be written while more
@@ -97,12 +106,17 @@ class PendingBatch {
   void TakeBack(FoldCommit older);
 
  private:
-  // Adds the cursor, and the count change when every entry is known new.
+  // Adds the cursor, and the count change when every entry's is known.
   void Complete(FoldCommit* commit) const;
 
-  FoldCommit pending_;                  // entries and metadata, never a cursor
-  FoldCommit::CountChange new_counts_;  // of the entries pending, if all known new
+  // Puts `entry` as the key's pending one; returns the entry it replaced,
+  // if the key was pending.
+  std::optional<Entry> Insert(const std::string& key, Entry entry);
+
+  FoldCommit pending_;              // entries and metadata, never a cursor
+  FoldCommit::CountChange counts_;  // of the entries pending, while counts_known_
   bool all_known_new_ = true;
+  bool counts_known_ = true;
   size_t bytes_ = 0;  // of pending_.entries' keys and values
   std::optional<uint64_t> cursor_;
   int64_t cursor_time_ns_ = 0;

@@ -409,7 +409,13 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       if (next->expires_ns > 0 && deadlines_apply_) {
         deadlines_.Add(m.key, next->revision, next->expires_ns);
       }
-      pipeline_.pending().Put(m.key, std::move(*next), known_new);
+      // What was read goes with the put: a batch whose every entry before
+      // is known states its count change, and the store reads nothing.
+      if (must_read) {
+        pipeline_.pending().PutOver(m.key, std::move(*next), current);
+      } else {
+        pipeline_.pending().Put(m.key, std::move(*next), known_new);
+      }
     }
   }
   // Consecutive sequences leave no stretch to prove; a jump does, and the
@@ -546,7 +552,7 @@ Status WatchLoop::ExpireDue(bool* keep) {
       deadlines_.Add(item.key, next.revision, next.expires_ns);
     }
     if (!PendingWork()) oldest_pending_ = clock_.Now();
-    pipeline_.pending().Put(item.key, std::move(next));
+    pipeline_.pending().PutOver(item.key, std::move(next), current);
   }
   return Status::OK();
 }
