@@ -545,7 +545,8 @@ int QuietTrips(const Args& a) {
 
 int main(int argc, char** argv) {
   if (argc < 2)
-    Die("usage: kvfold_bench_tool load|raw|naive|scan-zstd|sst-ingest|latency|getlat|hooked|quiet-trips "
+    Die("usage: kvfold_bench_tool "
+        "load|raw|naive|scan-zstd|sst-ingest|latency|getlat|hooked|quiet-trips "
         "--flag value "
         "...");
   Args a;
