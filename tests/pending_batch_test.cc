@@ -193,6 +193,25 @@ TEST(PendingBatchTest, ABatchWhoseEveryEntryBeforeIsKnownStatesItsCounts) {
   EXPECT_FALSE(b.Release().counts.has_value());
 }
 
+// A batch that clears the fold, or states its counts itself, gets none of
+// its puts' counts: those were read against the fold before the clear.
+TEST(PendingBatchTest, ABatchThatClearsTheFoldOrStatesItsCountsKeepsItsOwn) {
+  const Entry live{1, false, "x"};
+  PendingBatch b;
+  b.meta().clear_entries = true;
+  b.PutOver("a", Entry{10, false, "y"}, live);
+  FoldCommit c = b.ToCommit();
+  EXPECT_FALSE(c.counts.has_value());
+  EXPECT_FALSE(c.new_keys);
+  b.Clear();
+  b.meta().counts = FoldCommit::CountChange{0, 5};
+  b.Put("b", Entry{11, false, "y"}, /*known_new=*/true);
+  c = b.ToCommit();
+  ASSERT_TRUE(c.counts.has_value());
+  EXPECT_EQ(c.counts->entries, 5);
+  EXPECT_FALSE(c.new_keys);
+}
+
 // The byte count a batch is bounded by follows what it holds: a key put
 // again counts once, at its newest value; a released batch counts nothing;
 // a failed one taken back counts the keys it adds.
