@@ -19,6 +19,7 @@
 #include "core/base64.h"
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
@@ -44,13 +45,12 @@ class ArtifactLiveTest : public ::testing::Test {
     auto source = OpenNatsBucket(connect_, "app");
     if (!source.ok()) return source.status();
     WatchOptions o;
-    o.until_caught_up = true;
     o.linger = milliseconds(5);
     o.apply = [revisions](const Change& c) {
       if (revisions) revisions->push_back(c.revision);
       return Status::OK();
     };
-    return Watch(**source, fold, o);
+    return WatchUntilCaughtUp(**source, fold, o);
   }
 
   json Api(const std::string& subject, const json& body) {

@@ -11,6 +11,7 @@
 
 #include "kvfold/audit.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/cli_process.h"
 #include "live/kv_client.h"
 #include "live/must.h"
@@ -42,9 +43,8 @@ class AuditLiveTest : public ::testing::Test {
 
   void CatchUp(BucketSource& source, Fold& fold) {
     WatchOptions o;
-    o.until_caught_up = true;
     o.linger = milliseconds(5);
-    Status s = Watch(source, fold, o);
+    Status s = WatchUntilCaughtUp(source, fold, o);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 

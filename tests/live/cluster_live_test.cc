@@ -17,6 +17,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/kv_client.h"
 #include "live/nats_server.h"
 #include "test_dir.h"
@@ -293,9 +294,7 @@ TEST_F(ClusterLiveTest, MirrorNodeKilledMidRelistRetriesOnAnotherNode) {
   {
     auto source = OpenNatsBucket(connect, "r3h");
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    WatchOptions o = Options();
-    o.until_caught_up = true;
-    ASSERT_TRUE(Watch(**source, **fold, o).ok());
+    ASSERT_TRUE(WatchUntilCaughtUp(**source, **fold, Options()).ok());
   }
   // While the mirror is down: deletes whose markers are then purged (what
   // PurgeDeletes does), and every other key rewritten, so the restart finds

@@ -13,6 +13,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/kv_client.h"
 #include "live/must.h"
 #include "live/nats_proxy.h"
@@ -221,8 +222,7 @@ TEST_F(DeliveryGapLiveTest, SkippedConsumerSequenceResetsAndRefetchesTheLostMess
 
   proxy_.DropNextDelivery("$KV.gap.k7");  // seq 8, mid-sync
   WatchOptions sync = Recorded();
-  sync.until_caught_up = true;
-  Status s = Watch(*source, *fold, sync);
+  Status s = WatchUntilCaughtUp(*source, *fold, sync);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(proxy_.dropped(), 1);
   EXPECT_EQ(Count(Log(), "delivery reset: consumer sequence jumped"), 1u) << Log();

@@ -10,6 +10,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/kv_client.h"
 #include "live/must.h"
 #include "live/nats_server.h"
@@ -132,8 +133,7 @@ TEST_F(DeltaDeliveryLiveTest, ASlowApplyHookDoesNotMakeTheDeltaLookUnanswered) {
   fo.sync = false;
   auto fold = Must(OpenRocksFold(dir_.path() + "/fold", fo), "opening a fold");
   WatchOptions w;
-  w.until_caught_up = true;
-  ASSERT_TRUE(Watch(*source, *fold, w).ok());
+  ASSERT_TRUE(WatchUntilCaughtUp(*source, *fold, w).ok());
   for (int i = 0; i < 80; ++i) kv_.Put("slow", "k" + std::to_string(i), "w");
 
   std::mutex mu;
@@ -146,7 +146,7 @@ TEST_F(DeltaDeliveryLiveTest, ASlowApplyHookDoesNotMakeTheDeltaLookUnanswered) {
     std::this_thread::sleep_for(milliseconds(35));
     return Status::OK();
   };
-  ASSERT_TRUE(Watch(*source, *fold, w).ok());
+  ASSERT_TRUE(WatchUntilCaughtUp(*source, *fold, w).ok());
   EXPECT_EQ(fold->ReadMeta()->cursor, kv_.LastSeq("slow"));
   EXPECT_EQ(LiveEntries(*fold), kv_.Truth("slow"));
   std::lock_guard lock(mu);

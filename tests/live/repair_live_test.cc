@@ -13,6 +13,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/kv_client.h"
 #include "live/must.h"
 #include "live/nats_server.h"
@@ -93,8 +94,7 @@ class RepairLiveTest : public ::testing::Test {
   Status CatchUp(const std::string& bucket, Node& n, WatchOptions o) {
     auto source = Source(bucket);
     if (!source) return Status::Internal("no source");
-    o.until_caught_up = true;
-    return Watch(*source, *n.fold, o);
+    return WatchUntilCaughtUp(*source, *n.fold, o);
   }
   Status CatchUp(const std::string& bucket, Node& n) { return CatchUp(bucket, n, Options(n)); }
 

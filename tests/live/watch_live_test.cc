@@ -11,6 +11,7 @@
 
 #include "fold_view.h"
 #include "kvfold/kvfold.h"
+#include "live/bounded_watch.h"
 #include "live/kv_client.h"
 #include "live/must.h"
 #include "live/nats_server.h"
@@ -44,25 +45,10 @@ class WatchLiveTest : public ::testing::Test {
     std::vector<uint64_t> revisions;
   };
 
-  // A catch-up that misses a message would wait for it for ever: a
-  // watchdog stops it after two minutes (far beyond any test's catch-up,
-  // under a sanitizer too) and fails the test.
+  // Bounded: a catch-up that misses a message fails the test in two
+  // minutes (WatchUntilCaughtUp) instead of waiting for it for ever.
   Result CatchUp(BucketSource& source, Fold& fold, WatchOptions o = {}) {
     Result r;
-    std::stop_source stop;
-    o.stop = stop.get_token();
-    std::atomic<bool> fired{false};
-    std::jthread watchdog([&](std::stop_token done) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-      while (!done.stop_requested() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(milliseconds(50));
-      }
-      if (!done.stop_requested()) {
-        fired = true;
-        stop.request_stop();
-      }
-    });
-    o.until_caught_up = true;
     o.linger = milliseconds(5);
     o.log = [](std::string_view line) {
       std::fprintf(stderr, "watch: %.*s\n", int(line.size()), line.data());
@@ -71,10 +57,7 @@ class WatchLiveTest : public ::testing::Test {
       r.revisions.push_back(c.revision);
       return Status::OK();
     };
-    r.status = Watch(source, fold, o);
-    watchdog.request_stop();
-    watchdog.join();
-    if (fired) ADD_FAILURE() << "the catch-up did not end within two minutes";
+    r.status = WatchUntilCaughtUp(source, fold, o);
     return r;
   }
 
@@ -570,7 +553,6 @@ TEST_F(WatchLiveTest, ReplayedOlderRevisionNeverOverwritesAnEntryAboveTheCursor)
 
   std::vector<std::string> violations;
   WatchOptions o;
-  o.until_caught_up = true;
   o.linger = milliseconds(1);
   o.batch_size = 1;
   o.commit_in_background = false;  // every change its own commit, seen by on_applied
@@ -590,7 +572,7 @@ TEST_F(WatchLiveTest, ReplayedOlderRevisionNeverOverwritesAnEntryAboveTheCursor)
                            (k3.deleted ? " deleted" : " live"));
     }
   };
-  Status s = Watch(*source, *fold, o);
+  Status s = WatchUntilCaughtUp(*source, *fold, o);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(violations.empty()) << testing::PrintToString(violations);
   EXPECT_EQ(fold->ReadMeta()->cursor, kv_.LastSeq("rev"));
