@@ -481,6 +481,26 @@ int OpenTableFiles(const std::string& path) {
   return n;
 }
 
+// Writes `runs` commits of new keys into a new fold at `path`, each of
+// `keys` ascending keys ("r<run>-<i>", revision run * keys + i + 1) beyond
+// the last run's: one table file each, none overlapping another.
+void WriteRunsOfNewKeys(const std::string& path, int runs, int keys) {
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (int r = 0; r < runs; ++r) {
+    FoldCommit run;
+    char key[32];
+    for (int i = 0; i < keys; ++i) {
+      std::snprintf(key, sizeof key, "r%03d-%d", r, i);
+      run.entries[key] = Entry{uint64_t(r * keys + i + 1), false, "v"};
+    }
+    run.counts = FoldCommit::CountChange{keys, keys};
+    run.new_keys = true;
+    run.cursor = uint64_t((r + 1) * keys);
+    ASSERT_TRUE((*f)->Commit(run).ok());
+  }
+}
+
 // A writer opens a table file when it first reads it, not all of them at
 // start: a resume of a few keys on a fold of hundreds of files would
 // otherwise pay to open (and close) every one.
@@ -488,22 +508,7 @@ TEST(RocksFoldTest, AReopenedFoldOpensItsTableFilesWhenItReadsThem) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
   constexpr int kRuns = 60;
-  {
-    auto f = OpenRocksFold(path);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    for (int r = 0; r < kRuns; ++r) {
-      FoldCommit run;  // runs of ascending keys: files that never overlap
-      char key[32];
-      for (int i = 0; i < 10; ++i) {
-        std::snprintf(key, sizeof key, "r%03d-%d", r, i);
-        run.entries[key] = Entry{uint64_t(r * 10 + i + 1), false, "v"};
-      }
-      run.counts = FoldCommit::CountChange{10, 10};
-      run.new_keys = true;
-      run.cursor = uint64_t(r * 10 + 10);
-      ASSERT_TRUE((*f)->Commit(run).ok());
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteRunsOfNewKeys(path, kRuns, 10));
   ASSERT_GE(TableFiles(path), kRuns);
   auto f = OpenRocksFold(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -532,26 +537,13 @@ TEST(RocksFoldTest, AWriterKeepsOpenAtMostHalfTheOpenFileLimit) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
   constexpr int kRuns = 260;
-  {
-    auto f = OpenRocksFold(path);
-    ASSERT_TRUE(f.ok()) << f.status().ToString();
-    for (int r = 0; r < kRuns; ++r) {
-      FoldCommit run;
-      char key[32];
-      std::snprintf(key, sizeof key, "r%03d", r);
-      run.entries[key] = Entry{uint64_t(r + 1), false, "v"};
-      run.counts = FoldCommit::CountChange{1, 1};
-      run.new_keys = true;
-      run.cursor = uint64_t(r + 1);
-      ASSERT_TRUE((*f)->Commit(run).ok());
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(WriteRunsOfNewKeys(path, kRuns, 1));
   ASSERT_GE(TableFiles(path), kRuns);
   auto f = OpenRocksFold(path);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   for (int r = 0; r < kRuns; ++r) {
     char key[32];
-    std::snprintf(key, sizeof key, "r%03d", r);
+    std::snprintf(key, sizeof key, "r%03d-0", r);
     Entry e;
     ASSERT_TRUE((*f)->Get(key, &e).ok()) << key;
   }
