@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "store/record_codec.h"
+#include "store/rocks_fold_env.h"
 #include "test_dir.h"
 
 namespace kvfold {
@@ -548,6 +549,44 @@ TEST(RocksFoldTest, AWriterKeepsOpenAtMostHalfTheOpenFileLimit) {
     ASSERT_TRUE((*f)->Get(key, &e).ok()) << key;
   }
   EXPECT_LE(OpenTableFiles(path), 200);
+}
+
+// An export or a seed opens its fold without keeping every table's filter
+// and index in memory (FoldOptions::keep_table_filters_in_memory = false):
+// what it holds outside the block cache stays small however large the
+// fold, and it still reads every key.
+TEST(RocksFoldTest, AFoldOpenedForScansKeepsNoTableFiltersInMemory) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  constexpr int kRuns = 20, kKeys = 2000;
+  ASSERT_NO_FATAL_FAILURE(WriteRunsOfNewKeys(path, kRuns, kKeys));
+  // Reads every table file (a whole scan) and a key of the last run;
+  // returns what the fold then holds outside its block cache.
+  auto held_after_reading = [&](const FoldOptions& o) -> uint64_t {
+    auto f = OpenRocksFold(path, o);
+    EXPECT_TRUE(f.ok()) << f.status().ToString();
+    if (!f.ok()) return 0;
+    int seen = 0;
+    EXPECT_TRUE((*f)->Scan("", false,
+                           [&](std::string_view, const Entry&) {
+                             ++seen;
+                             return true;
+                           })
+                    .ok());
+    EXPECT_EQ(seen, kRuns * kKeys);
+    Entry e;
+    EXPECT_TRUE((*f)->Get("r019-1999", &e).ok());
+    EXPECT_EQ(e.revision, uint64_t(kRuns * kKeys));
+    return store::TableReaderBytes(**f);
+  };
+  const uint64_t kept = held_after_reading(FoldOptions{});
+  // Its bloom filters alone, 10 bits a key, are 1.25 bytes a key: what
+  // stays beside each table without them is a fixed 2 KB or so.
+  FoldOptions scanning;
+  scanning.keep_table_filters_in_memory = false;
+  EXPECT_GT(kept, held_after_reading(scanning) + uint64_t(kRuns * kKeys));
+  scanning.read_only = true;
+  EXPECT_GT(kept, held_after_reading(scanning) + uint64_t(kRuns * kKeys));
 }
 
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {

@@ -199,6 +199,9 @@ int RunExport(ExportFlags& f) {
   if (!min_age.ok()) return Report("export", min_age.status().WithContext("--min-age"));
   FoldOptions fo;
   fo.read_only = true;  // a consistent snapshot also works beside a running mirror
+  // A scan needs no filters: memory that does not grow with the fold
+  // (bench/run --scale: export_rss).
+  fo.keep_table_filters_in_memory = false;
   auto fold = OpenRocksFold(f.fold, fo);
   if (!fold.ok()) return Report("export", fold.status());
   TransportOptions creating = f.transport.options;
@@ -291,6 +294,8 @@ int RunSeed(SeedFlags& f) {
   // memtables bound its memory (bench/run: seed_rss_big_vs_mid).
   FoldOptions fo;
   fo.memtable_bytes = size_t{4} << 20;
+  // Nor do its ingested tables' filters stay in memory (seed_rss).
+  fo.keep_table_filters_in_memory = false;
   auto fold = OpenRocksFold(f.fold, fo);
   if (!fold.ok()) return Report("seed", fold.status());
   SeedOptions options;

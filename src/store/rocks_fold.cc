@@ -1,5 +1,6 @@
 // The RocksDB fold backend. Layout: docs/fold-format.md.
 
+#include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
@@ -87,6 +88,13 @@ class RocksFold final : public Fold {
       std::error_code ec;
       fs::remove_all(secondary_dir_, ec);
     }
+  }
+
+  // What RocksDB holds for its open table files outside the block cache.
+  uint64_t TableReaderBytes() {
+    uint64_t bytes = 0;
+    db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &bytes);
+    return bytes;
   }
 
   Status Get(std::string_view key, Entry* out) override {
@@ -784,6 +792,11 @@ int WriterTableFileLimit() {
 
 }  // namespace
 
+uint64_t store::TableReaderBytes(Fold& fold) {
+  auto* rocks = dynamic_cast<RocksFold*>(&fold);
+  return rocks == nullptr ? 0 : rocks->TableReaderBytes();
+}
+
 StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path, const FoldOptions& options) {
   return store::OpenRocksFoldOnEnv(path, options, nullptr);
 }
@@ -820,6 +833,13 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   rocksdb::BlockBasedTableOptions table;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.whole_key_filtering = true;
+  if (!options.keep_table_filters_in_memory) {
+    // Through the cache, at high priority, within RocksDB's usual 8 MiB:
+    // an export's or a seed's memory then no longer grows with the fold.
+    table.cache_index_and_filter_blocks = true;
+    table.cache_index_and_filter_blocks_with_high_priority = true;
+    table.block_cache = rocksdb::NewLRUCache(size_t{8} << 20);
+  }
   ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   ro.memtable_whole_key_filtering = true;
   ro.memtable_prefix_bloom_size_ratio = 0.02;

@@ -5,6 +5,7 @@
 #ifndef KVFOLD_STORE_ROCKS_FOLD_ENV_H_
 #define KVFOLD_STORE_ROCKS_FOLD_ENV_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,10 @@ namespace kvfold::store {
 // refused (a reader follows a directory on disk).
 StatusOr<std::unique_ptr<Fold>> OpenRocksFoldOnEnv(const std::string& path,
                                                    const FoldOptions& options, rocksdb::Env* env);
+
+// The bytes a RocksDB fold holds for its open table files outside the
+// block cache (filters and indexes kept in memory); 0 for another fold.
+uint64_t TableReaderBytes(Fold& fold);
 
 }  // namespace kvfold::store
 
