@@ -143,7 +143,11 @@ class RocksFold final : public Fold {
   Status ScanEntries(const rocksdb::ReadOptions& ro, const std::string& seek,
                      const std::string& within, bool include_tombstones,
                      const std::function<bool(std::string_view, const Entry&)>& fn) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    rocksdb::ReadOptions scanning = ro;
+    // A fold opened for scans (an export, a seed's check) reads each block
+    // once: putting it in the cache would only evict the one before.
+    scanning.fill_cache = options_.keep_table_filters_in_memory;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scanning));
     Entry entry;
     for (it->Seek(seek); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key();
