@@ -178,6 +178,11 @@ int Raw(const Args& a) {
   jsSubOptions_Init(&so);
   so.Ordered = true;
   so.Stream = nullptr;
+  // nats-server 2.9 takes 6-20 s to create a consumer on a 10M-message
+  // stream, inline in the connection's read loop: with nats.c's default
+  // 5 s heartbeat the ordered consumer counts the silence as missed
+  // heartbeats and creates it again, over and over.
+  so.Config.Heartbeat = int64_t{30} * 1000 * 1000 * 1000;
   natsSubscription* sub = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   const std::string subject = "$KV." + bucket + ".>";
@@ -186,7 +191,7 @@ int Raw(const Args& a) {
   uint64_t got = 0, bytes = 0;
   while (got < want) {
     natsMsg* m = nullptr;
-    Check(natsSubscription_NextMsg(&m, sub, 10000), "next message");
+    Check(natsSubscription_NextMsg(&m, sub, 60000), "next message");
     bytes += static_cast<uint64_t>(natsMsg_GetDataLength(m));
     natsMsg_Destroy(m);
     ++got;
