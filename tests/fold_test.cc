@@ -554,18 +554,22 @@ TEST(RocksFoldTest, AWriterKeepsOpenAtMostHalfTheOpenFileLimit) {
 // An export or a seed opens its fold without keeping every table's filter
 // and index in memory (FoldOptions::keep_table_filters_in_memory = false):
 // what it holds outside the block cache stays small however large the
-// fold, and it still reads every key.
+// fold, its scans leave the cache as it was, and it still reads every key.
 TEST(RocksFoldTest, AFoldOpenedForScansKeepsNoTableFiltersInMemory) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
   constexpr int kRuns = 20, kKeys = 2000;
   ASSERT_NO_FATAL_FAILURE(WriteRunsOfNewKeys(path, kRuns, kKeys));
-  // Reads every table file (a whole scan) and a key of the last run;
-  // returns what the fold then holds outside its block cache.
-  auto held_after_reading = [&](const FoldOptions& o) -> uint64_t {
+  struct Held {
+    uint64_t table_readers = 0;  // outside the block cache
+    uint64_t cache = 0;          // in it
+  };
+  // Scans every table file, then reads a key of the last run; what the
+  // fold holds in memory for its tables after the scan.
+  auto held_after_reading = [&](const FoldOptions& o) -> Held {
     auto f = OpenRocksFold(path, o);
     EXPECT_TRUE(f.ok()) << f.status().ToString();
-    if (!f.ok()) return 0;
+    if (!f.ok()) return {};
     int seen = 0;
     EXPECT_TRUE((*f)->Scan("", false,
                            [&](std::string_view, const Entry&) {
@@ -574,19 +578,29 @@ TEST(RocksFoldTest, AFoldOpenedForScansKeepsNoTableFiltersInMemory) {
                            })
                     .ok());
     EXPECT_EQ(seen, kRuns * kKeys);
+    auto readers = store::RocksIntProperty(**f, "rocksdb.estimate-table-readers-mem");
+    auto cache = store::RocksIntProperty(**f, "rocksdb.block-cache-usage");
+    EXPECT_TRUE(readers.has_value() && cache.has_value());
     Entry e;
     EXPECT_TRUE((*f)->Get("r019-1999", &e).ok());
     EXPECT_EQ(e.revision, uint64_t(kRuns * kKeys));
-    return store::TableReaderBytes(**f);
+    return {readers.value_or(0), cache.value_or(0)};
   };
-  const uint64_t kept = held_after_reading(FoldOptions{});
+  const Held kept = held_after_reading(FoldOptions{});
   // Its bloom filters alone, 10 bits a key, are 1.25 bytes a key: what
-  // stays beside each table without them is a fixed 2 KB or so.
-  FoldOptions scanning;
-  scanning.keep_table_filters_in_memory = false;
-  EXPECT_GT(kept, held_after_reading(scanning) + uint64_t(kRuns * kKeys));
-  scanning.read_only = true;
-  EXPECT_GT(kept, held_after_reading(scanning) + uint64_t(kRuns * kKeys));
+  // stays beside each table without them is a fixed 2 KB or so. The scan
+  // put the blocks it read, some 25 bytes a key, in the cache.
+  EXPECT_GT(kept.cache, uint64_t(kRuns * kKeys) * 10);
+  for (const bool read_only : {false, true}) {
+    FoldOptions scanning;
+    scanning.keep_table_filters_in_memory = false;
+    scanning.read_only = read_only;
+    const Held held = held_after_reading(scanning);
+    EXPECT_GT(held.table_readers, 0u) << "read_only " << read_only;
+    EXPECT_GT(kept.table_readers, held.table_readers + uint64_t(kRuns * kKeys))
+        << "read_only " << read_only;
+    EXPECT_LT(held.cache, kept.cache / 4) << "read_only " << read_only;
+  }
 }
 
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {

@@ -254,9 +254,11 @@ struct FoldOptions {
   // Keep every table file's bloom filter and index in memory, about 2
   // bytes per key (19 MB at 10M keys), so that a point read (Get, and a
   // catch-up's reads of the entries it replaces) opens no block it need
-  // not. false reads them through a small cache instead: memory stops
-  // growing with the fold, and point reads on a fold larger than the cache
-  // get slower (about 3x at 10M keys). For whole scans and bulk loads:
+  // not. false reads them through an 8 MiB cache instead, and scans
+  // (Scan, ScanFrom, a snapshot's Scan) leave that cache as it was: memory
+  // grows far less with the fold, point reads on a fold larger than the
+  // cache get slower (about 3x at 10M keys), and a scan repeated over the
+  // same keys reads its blocks again. For whole scans and bulk loads: only
   // `kvfold export` and `kvfold seed` use false. Default: true.
   bool keep_table_filters_in_memory = true;
 };

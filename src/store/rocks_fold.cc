@@ -90,11 +90,10 @@ class RocksFold final : public Fold {
     }
   }
 
-  // What RocksDB holds for its open table files outside the block cache.
-  uint64_t TableReaderBytes() {
-    uint64_t bytes = 0;
-    db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &bytes);
-    return bytes;
+  std::optional<uint64_t> IntProperty(const std::string& name) {
+    uint64_t value = 0;
+    if (!db_->GetIntProperty(name, &value)) return std::nullopt;
+    return value;
   }
 
   Status Get(std::string_view key, Entry* out) override {
@@ -146,7 +145,7 @@ class RocksFold final : public Fold {
     rocksdb::ReadOptions scanning = ro;
     // A fold opened for scans (an export, a seed's check) reads each block
     // once: putting it in the cache would only evict the one before.
-    scanning.fill_cache = options_.keep_table_filters_in_memory;
+    scanning.fill_cache = ro.fill_cache && options_.keep_table_filters_in_memory;
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(scanning));
     Entry entry;
     for (it->Seek(seek); it->Valid(); it->Next()) {
@@ -796,9 +795,10 @@ int WriterTableFileLimit() {
 
 }  // namespace
 
-uint64_t store::TableReaderBytes(Fold& fold) {
+std::optional<uint64_t> store::RocksIntProperty(Fold& fold, const std::string& name) {
   auto* rocks = dynamic_cast<RocksFold*>(&fold);
-  return rocks == nullptr ? 0 : rocks->TableReaderBytes();
+  if (rocks == nullptr) return std::nullopt;
+  return rocks->IntProperty(name);
 }
 
 StatusOr<std::unique_ptr<Fold>> OpenRocksFold(const std::string& path, const FoldOptions& options) {
@@ -839,10 +839,13 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
   table.whole_key_filtering = true;
   if (!options.keep_table_filters_in_memory) {
     // Through the cache, at high priority, within RocksDB's usual 8 MiB:
-    // an export's or a seed's memory then no longer grows with the fold.
+    // an export's or a seed's memory then grows far less with the fold.
+    // Two shards of 4 MiB (not RocksDB's 16 of 512 KiB): a block larger
+    // than its shard, the filter of a table of some 400k keys, would be
+    // dropped as soon as it is read, and read again for every lookup.
     table.cache_index_and_filter_blocks = true;
     table.cache_index_and_filter_blocks_with_high_priority = true;
-    table.block_cache = rocksdb::NewLRUCache(size_t{8} << 20);
+    table.block_cache = rocksdb::NewLRUCache(size_t{8} << 20, /*num_shard_bits=*/1);
   }
   ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   ro.memtable_whole_key_filtering = true;

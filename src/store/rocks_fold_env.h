@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kvfold/fold.h"
@@ -23,9 +24,11 @@ namespace kvfold::store {
 StatusOr<std::unique_ptr<Fold>> OpenRocksFoldOnEnv(const std::string& path,
                                                    const FoldOptions& options, rocksdb::Env* env);
 
-// The bytes a RocksDB fold holds for its open table files outside the
-// block cache (filters and indexes kept in memory); 0 for another fold.
-uint64_t TableReaderBytes(Fold& fold);
+// One of RocksDB's integer properties of a RocksDB fold (for tests:
+// "rocksdb.estimate-table-readers-mem", what it holds for its open tables
+// outside the block cache; "rocksdb.block-cache-usage"); nullopt for
+// another fold or a property RocksDB does not answer.
+std::optional<uint64_t> RocksIntProperty(Fold& fold, const std::string& name);
 
 }  // namespace kvfold::store
 
