@@ -199,7 +199,7 @@ int RunExport(ExportFlags& f) {
   if (!min_age.ok()) return Report("export", min_age.status().WithContext("--min-age"));
   FoldOptions fo;
   fo.read_only = true;  // a consistent snapshot also works beside a running mirror
-  // A scan needs no filters: memory that does not grow with the fold
+  // A scan needs no filters: memory that grows far less with the fold
   // (bench/run --scale: export_rss).
   fo.keep_table_filters_in_memory = false;
   auto fold = OpenRocksFold(f.fold, fo);
