@@ -8,8 +8,8 @@
 
 namespace kvfold::core {
 
-std::optional<Entry> FoldMessage(const BucketMessage& message,
-                                 const std::optional<Entry>& current) {
+std::optional<Entry> FoldMessage(const BucketMessage& message, const std::optional<Entry>& current,
+                                 std::string* value_from) {
   if (current && message.seq <= current->revision &&
       !KVFOLD_MUTANT("fold-message-ignore-revision")) {
     return std::nullopt;
@@ -18,7 +18,7 @@ std::optional<Entry> FoldMessage(const BucketMessage& message,
   next.revision = message.seq;
   next.deleted = message.op != Op::kPut;
   if (!next.deleted) {
-    next.value = message.value;
+    next.value = value_from != nullptr ? std::move(*value_from) : message.value;
     next.expires_ns = message.expires_ns;
   }
   return next;
@@ -29,26 +29,27 @@ const Entry* PendingBatch::Find(const std::string& key) const {
   return it == pending_.entries.end() ? nullptr : &it->second;
 }
 
-std::optional<Entry> PendingBatch::Insert(const std::string& key, Entry entry) {
+std::optional<Entry> PendingBatch::Insert(std::string key, Entry entry) {
   auto& entries = pending_.entries;
   bytes_ += key.size() + entry.value.size();
   // One search per message, none where keys come in ascending order (a
   // first sync of a bucket written in key order, a repair's walk).
   if (entries.empty() || std::prev(entries.end())->first < key) {
-    entries.emplace_hint(entries.end(), key, std::move(entry));
+    entries.emplace_hint(entries.end(), std::move(key), std::move(entry));
     return std::nullopt;
   }
-  auto [it, fresh] = entries.try_emplace(key, std::move(entry));
+  // try_emplace leaves `key` as it was when the key is there already.
+  auto [it, fresh] = entries.try_emplace(std::move(key), std::move(entry));
   if (fresh) return std::nullopt;
-  bytes_ -= key.size() + it->second.value.size();
+  bytes_ -= it->first.size() + it->second.value.size();
   std::optional<Entry> replaced = std::move(it->second);
   it->second = std::move(entry);
   return replaced;
 }
 
-void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
+void PendingBatch::Put(std::string key, Entry entry, bool known_new) {
   const FoldCommit::CountChange change = core::CountChangeOf(nullptr, entry);
-  const bool inserted = !Insert(key, std::move(entry));
+  const bool inserted = !Insert(std::move(key), std::move(entry));
   // A key put twice was not new the second time, whatever the caller says.
   if (known_new && inserted) {
     core::AddCountChange(change, &counts_);
@@ -58,10 +59,9 @@ void PendingBatch::Put(const std::string& key, Entry entry, bool known_new) {
   }
 }
 
-void PendingBatch::PutOver(const std::string& key, Entry entry,
-                           const std::optional<Entry>& before) {
+void PendingBatch::PutOver(std::string key, Entry entry, const std::optional<Entry>& before) {
   const bool deleted = entry.deleted;
-  const std::optional<Entry> replaced = Insert(key, std::move(entry));
+  const std::optional<Entry> replaced = Insert(std::move(key), std::move(entry));
   // What this batch already changed for the key counts from its own entry.
   const std::optional<Entry>& was =
       replaced && !KVFOLD_MUTANT("pending-counts-from-caller") ? replaced : before;

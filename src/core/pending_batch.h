@@ -23,8 +23,10 @@ namespace kvfold::core {
 
 // The entry `message` makes for a key whose current entry is `current`
 // (nullopt when the key was never seen), or nullopt when the message is not
-// newer and must be skipped.
-std::optional<Entry> FoldMessage(const BucketMessage& message, const std::optional<Entry>& current);
+// newer and must be skipped. With `value_from` (the message's own value),
+// the value is moved from there instead of copied.
+std::optional<Entry> FoldMessage(const BucketMessage& message, const std::optional<Entry>& current,
+                                 std::string* value_from = nullptr);
 
 class PendingBatch {
  public:
@@ -37,14 +39,14 @@ class PendingBatch {
   // states its count change and is marked FoldCommit::new_keys: the store
   // skips reading the keys and may ingest them as a table file. Without
   // it the key's entry before is unknown, and the store reads it.
-  void Put(const std::string& key, Entry entry, bool known_new = false);
+  void Put(std::string key, Entry entry, bool known_new = false);
 
   // A put by a caller that read the key's entry before (`before`: the one
   // in flight to the store, else the fold's; nullopt: none): while every
   // entry pending came with its entry before or is known new, the commit
   // states its count change (FoldCommit::counts) and the store reads
   // nothing. A key already pending counts from its pending entry.
-  void PutOver(const std::string& key, Entry entry, const std::optional<Entry>& before);
+  void PutOver(std::string key, Entry entry, const std::optional<Entry>& before);
 
   // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
   // anchor (FoldMeta::cursor_time_ns); at the same cursor, a later anchor
@@ -111,7 +113,7 @@ class PendingBatch {
 
   // Puts `entry` as the key's pending one; returns the entry it replaced,
   // if the key was pending.
-  std::optional<Entry> Insert(const std::string& key, Entry entry);
+  std::optional<Entry> Insert(std::string key, Entry entry);
 
   FoldCommit pending_;              // entries and metadata, never a cursor
   FoldCommit::CountChange counts_;  // of the entries pending, while counts_known_

@@ -217,17 +217,23 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* sub, natsStat
     (void)natsConnection_GetLastError(nc, &text);
     auto state = FindState(closure);
     if (!state) return;
-    std::lock_guard lock(state->mu);
-    if (state->refused.empty()) {
-      state->refused = text != nullptr && *text != '\0' ? text : "a permission violation";
+    {
+      std::lock_guard lock(state->mu);
+      if (state->refused.empty()) {
+        state->refused = text != nullptr && *text != '\0' ? text : "a permission violation";
+      }
     }
+    state->reported.fetch_add(1, std::memory_order_release);
     return;
   }
   if (err != NATS_SLOW_CONSUMER || sub == nullptr) return;
   auto state = FindState(closure);
   if (!state) return;
-  std::lock_guard lock(state->mu);
-  state->slow.insert(sub);
+  {
+    std::lock_guard lock(state->mu);
+    state->slow.insert(sub);
+  }
+  state->reported.fetch_add(1, std::memory_order_release);
 }
 
 Status NatsConnection::PermissionError() const {

@@ -52,6 +52,10 @@ class NatsConnection {
 
   // True once after nats.c reported `sub` as a slow consumer.
   bool TakeSlowConsumer(natsSubscription* sub);
+  // Bumped after nats.c reported a slow consumer or a refusal: a reader
+  // that saw no change need not take the locks of TakeSlowConsumer and
+  // PermissionError for every message.
+  uint64_t reported() const { return state_->reported.load(std::memory_order_acquire); }
 
   // Frees an unsubscribed `sub` once nothing can touch it. libnats 3.4's
   // reader thread may still be handing it a message it read before the
@@ -140,7 +144,8 @@ class NatsConnection {
     std::atomic<uint64_t> generation{0};
     std::mutex mu;
     std::set<natsSubscription*> slow;
-    std::string refused;  // the server's first permission violation
+    std::string refused;                // the server's first permission violation
+    std::atomic<uint64_t> reported{0};  // bumped after `slow` or `refused` changed
   };
   static std::shared_ptr<CallbackState> FindState(void* closure);
 

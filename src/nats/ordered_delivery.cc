@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/message_ttl.h"
 #include "core/mutation.h"
@@ -14,6 +15,9 @@ namespace {
 // The longest a wait for the next message goes without looking for a
 // permission refusal.
 constexpr std::chrono::milliseconds kRefusalCheck{250};
+// While messages keep coming, the most read between two looks for a
+// refusal that nats.c has not reported yet.
+constexpr uint32_t kFullCheckEvery = 1024;
 
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
@@ -128,6 +132,7 @@ Status OrderedDelivery::Create(const std::vector<std::string>& filters, bool* fi
       filters.size() == 1 || (echoed.is_object() && echoed.contains("filter_subjects") &&
                               echoed["filter_subjects"].size() == filters.size());
   last_heard_ = Clock::now();
+  heard_ = false;
   return Status::OK();
 }
 
@@ -172,38 +177,57 @@ DeliveryEvent OrderedDelivery::Reset(ResetCause cause, std::string reason) {
 }
 
 StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+  // A message already queued costs no clock reading and no lock: the
+  // clock is read once a wait comes back without data, and the
+  // connection's reports (a slow consumer, a refusal) are looked for after
+  // every such wait, when nats.c reported one, and every kFullCheckEvery
+  // messages.
+  std::optional<Clock::time_point> deadline;
   auto left = timeout;
+  int64_t waited = 0;  // the longest the last wait may have taken, ms
   for (bool first = true;; first = false) {
-    // The clock is read again only after a timeout or a status message.
     if (!first) {
-      left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto now = Clock::now();
+      // The wait began at most `waited` ago: the deadline errs early.
+      if (!deadline) deadline = now - std::chrono::milliseconds(waited) + timeout;
+      left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
     }
     if (conn_->generation() != generation_) {
       return Reset(ResetCause::kConnection,
                    "the connection to the server was lost or re-established");
     }
-    if (conn_->TakeSlowConsumer(sub_)) {
-      return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
+    const uint64_t reported = conn_->reported();
+    if (!first || reported != reported_seen_ || ++unchecked_ >= kFullCheckEvery) {
+      unchecked_ = 0;
+      reported_seen_ = reported;
+      if (conn_->TakeSlowConsumer(sub_)) {
+        return Reset(ResetCause::kSlowConsumer, "the client dropped messages (slow consumer)");
+      }
+      // A refused subscription (the inbox) or flow-control reply is no
+      // passing fault: no reset would cure it.
+      KVFOLD_RETURN_IF_ERROR(conn_->PermissionError());
     }
-    // A refused subscription (the inbox) or flow-control reply is no
-    // passing fault: no reset would cure it.
-    KVFOLD_RETURN_IF_ERROR(conn_->PermissionError());
     natsMsg* msg = nullptr;
     // Waits in slices of at most kRefusalCheck, so that a refusal ends it soon.
-    natsStatus s = natsSubscription_NextMsg(
-        &msg, sub_, std::clamp<int64_t>(left.count(), 1, kRefusalCheck.count()));
+    waited = std::clamp<int64_t>(left.count(), 1, kRefusalCheck.count());
+    natsStatus s = natsSubscription_NextMsg(&msg, sub_, waited);
     if (s == NATS_TIMEOUT) {
       DestroySpent();  // idle: nothing to batch with
-      // Judged only when nothing is queued: what waited in the client's
-      // queue while a slow hook or commit held the caller arrived in time,
-      // so only silence after the queue is drained counts against the server.
       const auto now = Clock::now();
+      if (!deadline) deadline = now - std::chrono::milliseconds(waited) + timeout;
+      // Silence counts from the start of the first wait that found the
+      // queue drained: what waited in the client's queue while a slow hook
+      // or commit held the caller arrived in time, so only silence after
+      // the queue is drained counts against the server.
+      if (heard_) {
+        last_heard_ = now - std::chrono::milliseconds(waited);
+        heard_ = false;
+      }
       if (now - last_heard_ > 3 * config_.heartbeat) {
         if (config_.strikes) config_.strikes->Add(ServerStrikes::kSilent);
         return Reset(ResetCause::kIdle, "no message or heartbeat for three heartbeat intervals");
       }
-      if (now >= deadline) return DeliveryEvent{};
+      if (now >= *deadline) return DeliveryEvent{};
       continue;
     }
     if (s == NATS_SLOW_CONSUMER) {
@@ -212,7 +236,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     if (s != NATS_OK) {
       return Reset(ResetCause::kOther, "reading the delivery failed: " + NatsError(s));
     }
-    last_heard_ = Clock::now();
+    heard_ = true;
     if (config_.strikes) config_.strikes->Alive();
     // Destroyed (in a batch) after this call returns: the event copies
     // what it needs.

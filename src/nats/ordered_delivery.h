@@ -74,6 +74,9 @@ class OrderedDelivery final : public Delivery {
   uint64_t last_consumer_seq_ = 0;
   Heartbeats heartbeats_;
   std::chrono::steady_clock::time_point last_heard_;
+  bool heard_ = false;          // a message since last_heard_ was set
+  uint64_t reported_seen_ = 0;  // NatsConnection::reported() at the last look
+  uint32_t unchecked_ = 0;      // messages since the last look
   std::vector<natsMsg*> spent_;
   size_t spent_bytes_ = 0;  // their payloads: at most about 1 MiB is held
 };

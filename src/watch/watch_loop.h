@@ -97,9 +97,10 @@ class WatchLoop {
   // The one way a delivered message enters the fold, live or drained
   // before a repair: the roll-up skip check, then Apply. *keep false: the
   // delivery skipped something, and the next session starts after received.
-  Status Take(const BucketMessage& message, uint64_t sequential_from, bool* keep);
-  Status OnMessage(const BucketMessage& message, uint64_t sequential_from, bool floor_due,
-                   bool* keep);
+  // Take, OnMessage and Apply may move the message's key and value into the
+  // pending batch; its sequence, time and pending count stay.
+  Status Take(BucketMessage* message, uint64_t sequential_from, bool* keep);
+  Status OnMessage(BucketMessage* message, uint64_t sequential_from, bool floor_due, bool* keep);
   Status OnIdle(bool floor_due, Pace* pace, bool* keep);
   // Takes note of the delivery's heartbeats that came since the last look.
   void NoteHeartbeats(const Delivery& delivery, Clock::TimePoint now);
@@ -111,7 +112,7 @@ class WatchLoop {
   // The window check at a session's start. Sets repair_cause_ when a repair
   // must run first.
   void CheckStart(const StreamState& state);
-  Status Apply(const BucketMessage& message);
+  Status Apply(BucketMessage* message);
   // Folds the expiry of each key whose deadline (Entry::expires_ns) the
   // fold's expiry clock has passed, where no limit marker may say so
   // (deadlines_apply_): a delete, or with history > 1 the key's previous

@@ -39,11 +39,11 @@ Status WatchLoop::DrainBeforeRepair(Delivery& delivery, uint64_t sequential_from
     auto ev = delivery.Next(milliseconds(1));
     if (!ev.ok() || ev->kind != DeliveryEvent::Kind::kMessage) break;
     if (KVFOLD_MUTANT("drain-apply-unchecked")) {
-      KVFOLD_RETURN_IF_ERROR(Apply(ev->message));
+      KVFOLD_RETURN_IF_ERROR(Apply(&ev->message));
       continue;
     }
     bool keep = true;
-    KVFOLD_RETURN_IF_ERROR(Take(ev->message, sequential_from, &keep));
+    KVFOLD_RETURN_IF_ERROR(Take(&ev->message, sequential_from, &keep));
     if (!keep) break;  // the rest comes again after received
   }
   return Status::OK();

@@ -221,7 +221,7 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     switch (ev->kind) {
       case DeliveryEvent::Kind::kMessage:
         pace.last_activity = arrived;
-        KVFOLD_RETURN_IF_ERROR(OnMessage(ev->message, sequential_from, floor_due, &keep));
+        KVFOLD_RETURN_IF_ERROR(OnMessage(&ev->message, sequential_from, floor_due, &keep));
         break;
       case DeliveryEvent::Kind::kTimeout:
         KVFOLD_RETURN_IF_ERROR(OnIdle(floor_due, &pace, &keep));
@@ -261,7 +261,8 @@ milliseconds WatchLoop::NextTimeout(Clock::TimePoint now, bool in_flight, const 
   return std::min(timeout, std::max(probe_in, milliseconds(1)));
 }
 
-Status WatchLoop::Take(const BucketMessage& m, uint64_t sequential_from, bool* keep) {
+Status WatchLoop::Take(BucketMessage* message, uint64_t sequential_from, bool* keep) {
+  const BucketMessage& m = *message;
   auto skipped = SkippedBeforeRollup(m, sequential_from);
   if (!skipped.ok()) {
     if (!skipped.status().IsUnavailable() && !skipped.status().IsNotFound()) {
@@ -275,17 +276,18 @@ Status WatchLoop::Take(const BucketMessage& m, uint64_t sequential_from, bool* k
     *keep = false;  // the next session starts after received
     return Status::OK();
   }
-  return Apply(m);
+  return Apply(message);
 }
 
-Status WatchLoop::OnMessage(const BucketMessage& m, uint64_t sequential_from, bool floor_due,
+Status WatchLoop::OnMessage(BucketMessage* message, uint64_t sequential_from, bool floor_due,
                             bool* keep) {
+  const BucketMessage& m = *message;
   // The first message past the first sync's new keys ends its run: the
   // run goes in whole as new keys, and this message in a batch after it.
   if (m.seq > new_keys_through_ && pipeline_.RunPending() && opt_.scope.Contains(m.key)) {
     KVFOLD_RETURN_IF_ERROR(TryCommit(/*force=*/true));
   }
-  KVFOLD_RETURN_IF_ERROR(Take(m, sequential_from, keep));
+  KVFOLD_RETURN_IF_ERROR(Take(message, sequential_from, keep));
   if (!*keep) return Status::OK();
   // A hint only: it makes the probe come sooner, it proves nothing.
   if (m.pending == 0) probe_soon_ = true;
@@ -385,7 +387,8 @@ StatusOr<bool> WatchLoop::SkippedBeforeRollup(const BucketMessage& m, uint64_t s
   return true;
 }
 
-Status WatchLoop::Apply(const BucketMessage& m) {
+Status WatchLoop::Apply(BucketMessage* message) {
+  const BucketMessage& m = *message;
   // A re-created delivery may repeat what already arrived.
   if (guard_.AlreadyReceived(m.seq)) return Status::OK();
   expiry_clock_ns_ = std::max(expiry_clock_ns_, m.time_ns);
@@ -400,7 +403,7 @@ Status WatchLoop::Apply(const BucketMessage& m) {
         !known_new &&
         (opt_.apply || (m.seq <= fold_max_revision_ && !KVFOLD_MUTANT("apply-skip-read")));
     if (must_read) KVFOLD_RETURN_IF_ERROR(CurrentEntry(m.key, &current));
-    std::optional<Entry> next = core::FoldMessage(m, current);
+    std::optional<Entry> next = core::FoldMessage(m, current, /*value_from=*/&message->value);
     if (next) {
       // The cursor must not cover a change the hook refused: stop before
       // advancing past it.
@@ -412,9 +415,9 @@ Status WatchLoop::Apply(const BucketMessage& m) {
       // What was read goes with the put: a batch whose every entry before
       // is known states its count change, and the store reads nothing.
       if (must_read) {
-        pipeline_.pending().PutOver(m.key, std::move(*next), current);
+        pipeline_.pending().PutOver(std::move(message->key), std::move(*next), current);
       } else {
-        pipeline_.pending().Put(m.key, std::move(*next), known_new);
+        pipeline_.pending().Put(std::move(message->key), std::move(*next), known_new);
       }
     }
   }
