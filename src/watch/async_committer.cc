@@ -1,7 +1,5 @@
 #include "watch/async_committer.h"
 
-#include <utility>
-
 namespace kvfold {
 
 AsyncCommitter::~AsyncCommitter() {
@@ -15,10 +13,7 @@ AsyncCommitter::~AsyncCommitter() {
 }
 
 void AsyncCommitter::Start(FoldCommit batch) {
-  // The batch before goes to the committer's thread to be freed there: a
-  // run of new keys is hundreds of thousands of entries, and freeing them
-  // here would stall the receiving thread.
-  FoldCommit before = std::exchange(batch_, std::move(batch));
+  batch_ = std::move(batch);
   in_flight_ = true;
   if (!background_) {
     std::chrono::steady_clock::duration took{};
@@ -33,7 +28,6 @@ void AsyncCommitter::Start(FoldCommit batch) {
     std::lock_guard lock(mu_);
     queued_ = true;
     done_ = false;
-    retired_ = std::move(before);
   }
   if (!thread_.joinable()) {
     thread_ = std::thread([this] { Loop(); });
@@ -67,7 +61,6 @@ void AsyncCommitter::Loop() {
     cv_.wait(lock, [this] { return queued_ || stop_; });
     if (queued_) {  // a stop still lets the batch in flight finish
       queued_ = false;
-      FoldCommit retired = std::move(retired_);
       lock.unlock();
       std::chrono::steady_clock::duration took{};
       Status s = CommitTimed(&took);
@@ -76,9 +69,6 @@ void AsyncCommitter::Loop() {
       took_ = took;
       done_ = true;
       cv_.notify_all();
-      lock.unlock();
-      retired = FoldCommit{};  // freed after the commit is reported
-      lock.lock();
       continue;
     }
     return;

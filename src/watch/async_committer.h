@@ -52,7 +52,6 @@ class AsyncCommitter {
   std::condition_variable cv_;
   std::thread thread_;  // started by the first Start
   FoldCommit batch_;
-  FoldCommit retired_;  // the batch before, freed on the committer's thread; guarded by mu_
   Status result_;
   std::chrono::steady_clock::duration took_{};  // guarded by mu_ until Wait returns
   bool queued_ = false;                         // guarded by mu_
