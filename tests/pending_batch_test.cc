@@ -240,5 +240,31 @@ TEST(PendingBatchTest, BytesFollowTheKeysAndValuesPending) {
   EXPECT_EQ(b.bytes(), 0u);
 }
 
+// A batch written is kept for its nodes: the entries that come next take
+// them, in key order or not, and nothing of what they held shows.
+TEST(PendingBatchTest, ARecycledBatchLendsItsNodesAndNothingElse) {
+  PendingBatch b;
+  const std::string long_key(40, 'z');
+  for (int i = 0; i < 3; ++i)
+    b.Put(long_key + std::to_string(i), Entry{uint64_t(i + 1), false, "old"});
+  b.AdvanceTo(3);
+  b.Recycle(b.Release());
+  b.Put("b", Entry{5, false, "B"});
+  b.Put("a", Entry{6, false, "A"});  // before the last key: searched for
+  b.Put("c", Entry{7, true, ""});
+  b.Put("a", Entry{8, false, "A2"});  // replaces, takes no node
+  b.Put("d", Entry{9, false, "D"});   // the three nodes are used: a new one
+  ASSERT_NE(b.Find("a"), nullptr);
+  EXPECT_EQ(b.Find("a")->value, "A2");
+  EXPECT_EQ(b.Find(long_key + "0"), nullptr);
+  EXPECT_EQ(b.bytes(), 1u + 2 + 1 + 1 + 1 + 0 + 1 + 1);
+  const FoldCommit c = b.Release();
+  EXPECT_EQ(c.entries, (std::map<std::string, Entry>{{"a", Entry{8, false, "A2"}},
+                                                     {"b", Entry{5, false, "B"}},
+                                                     {"c", Entry{7, true, ""}},
+                                                     {"d", Entry{9, false, "D"}}}));
+  EXPECT_EQ(c.cursor, 3u);
+}
+
 }  // namespace
 }  // namespace kvfold::core

@@ -34,17 +34,25 @@ std::optional<Entry> PendingBatch::Insert(std::string key, Entry entry) {
   bytes_ += key.size() + entry.value.size();
   // One search per message, none where keys come in ascending order (a
   // first sync of a bucket written in key order, a repair's walk).
-  if (entries.empty() || std::prev(entries.end())->first < key) {
-    entries.emplace_hint(entries.end(), std::move(key), std::move(entry));
-    return std::nullopt;
+  auto at = entries.end();
+  if (!entries.empty() && !(std::prev(entries.end())->first < key)) {
+    at = entries.lower_bound(key);
+    if (at != entries.end() && at->first == key) {
+      bytes_ -= at->first.size() + at->second.value.size();
+      std::optional<Entry> replaced = std::move(at->second);
+      at->second = std::move(entry);
+      return replaced;
+    }
   }
-  // try_emplace leaves `key` as it was when the key is there already.
-  auto [it, fresh] = entries.try_emplace(std::move(key), std::move(entry));
-  if (fresh) return std::nullopt;
-  bytes_ -= it->first.size() + it->second.value.size();
-  std::optional<Entry> replaced = std::move(it->second);
-  it->second = std::move(entry);
-  return replaced;
+  if (spare_.empty()) {
+    entries.emplace_hint(at, std::move(key), std::move(entry));
+  } else {
+    auto node = spare_.extract(spare_.begin());
+    node.key().assign(key);  // in the buffer it has, when long enough
+    node.mapped() = std::move(entry);
+    entries.insert(at, std::move(node));
+  }
+  return std::nullopt;
 }
 
 void PendingBatch::Put(std::string key, Entry entry, bool known_new) {
@@ -85,6 +93,10 @@ void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
   } else if (seq == *cursor_) {
     cursor_time_ns_ = std::max(cursor_time_ns_, anchor_ns);
   }
+}
+
+void PendingBatch::Recycle(FoldCommit done) {
+  if (spare_.empty()) spare_ = std::move(done.entries);
 }
 
 void PendingBatch::TakeBack(FoldCommit older) {

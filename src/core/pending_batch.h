@@ -102,6 +102,11 @@ class PendingBatch {
     return out;
   }
 
+  // Keeps the entries of a released batch that was written (or given back
+  // and taken back) for their memory: new entries take their nodes and
+  // key buffers instead of allocating their own.
+  void Recycle(FoldCommit done);
+
   // Puts a released batch whose commit failed back under what is pending:
   // everything pending is newer, so a key or metadata field set in both
   // keeps the pending one, and the cursor the higher.
@@ -115,8 +120,9 @@ class PendingBatch {
   // if the key was pending.
   std::optional<Entry> Insert(std::string key, Entry entry);
 
-  FoldCommit pending_;              // entries and metadata, never a cursor
-  FoldCommit::CountChange counts_;  // of the entries pending, while counts_known_
+  FoldCommit pending_;                  // entries and metadata, never a cursor
+  std::map<std::string, Entry> spare_;  // nodes to use again (Recycle)
+  FoldCommit::CountChange counts_;      // of the entries pending, while counts_known_
   bool all_known_new_ = true;
   bool counts_known_ = true;
   size_t bytes_ = 0;  // of pending_.entries' keys and values

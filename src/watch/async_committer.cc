@@ -1,5 +1,7 @@
 #include "watch/async_committer.h"
 
+#include <utility>
+
 namespace kvfold {
 
 AsyncCommitter::~AsyncCommitter() {
@@ -12,8 +14,8 @@ AsyncCommitter::~AsyncCommitter() {
   thread_.join();
 }
 
-void AsyncCommitter::Start(FoldCommit batch) {
-  batch_ = std::move(batch);
+FoldCommit AsyncCommitter::Start(FoldCommit batch) {
+  FoldCommit before = std::exchange(batch_, std::move(batch));
   in_flight_ = true;
   if (!background_) {
     std::chrono::steady_clock::duration took{};
@@ -22,7 +24,7 @@ void AsyncCommitter::Start(FoldCommit batch) {
     result_ = std::move(s);
     took_ = took;
     done_ = true;
-    return;
+    return before;
   }
   {
     std::lock_guard lock(mu_);
@@ -34,6 +36,7 @@ void AsyncCommitter::Start(FoldCommit batch) {
   } else {
     cv_.notify_all();
   }
+  return before;
 }
 
 bool AsyncCommitter::finished() {

@@ -24,8 +24,10 @@ class AsyncCommitter {
   AsyncCommitter& operator=(const AsyncCommitter&) = delete;
   ~AsyncCommitter();  // waits for a commit in flight
 
-  // Starts committing `batch`. REQUIRES: !in_flight().
-  void Start(FoldCommit batch);
+  // Starts committing `batch`. Returns the batch before it (written, or
+  // given back by Take), for its memory to be used again.
+  // REQUIRES: !in_flight().
+  FoldCommit Start(FoldCommit batch);
   // A batch was started and not yet collected by Wait().
   bool in_flight() const { return in_flight_; }
   // True once the batch in flight has been written (or failed).

@@ -75,13 +75,13 @@ Status CommitPipeline::TryCommit(bool force, const std::function<Status()>& prov
   if (!HasWork()) return Status::OK();
   if (!force && retry_.failures() > 0 && clock_.Now() < retry_at_) return Status::OK();
   if (KVFOLD_MUTANT("commit-before-frontier-proof")) {
-    committer_.Start(pending_.Release());
+    pending_.Recycle(committer_.Start(pending_.Release()));
     KVFOLD_RETURN_IF_ERROR(prove());
   } else {
     // The proof may move the batch's cursor (a jump over what is out of
     // scope): the batch leaves only with it.
     KVFOLD_RETURN_IF_ERROR(prove());
-    committer_.Start(pending_.Release());
+    pending_.Recycle(committer_.Start(pending_.Release()));
   }
   if (force || !opt_.background) return Collect();
   return Status::OK();
