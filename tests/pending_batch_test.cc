@@ -266,5 +266,34 @@ TEST(PendingBatchTest, ARecycledBatchLendsItsNodesAndNothingElse) {
   EXPECT_EQ(c.cursor, 3u);
 }
 
+// What an idle mirror holds of the batches it wrote is bounded: a batch
+// larger than kMaxSpareNodes is freed whole, and only one is kept.
+TEST(PendingBatchTest, TheNodesKeptAreBounded) {
+  PendingBatch b;
+  FoldCommit big;
+  for (size_t i = 0; i <= PendingBatch::kMaxSpareNodes; ++i) {
+    big.entries["k" + std::to_string(i)] = Entry{1, false, "v"};
+  }
+  b.Recycle(std::move(big));
+  EXPECT_EQ(b.spare_nodes(), 0u);
+  FoldCommit small;
+  small.entries["a"] = Entry{1, false, "v"};
+  small.entries["b"] = Entry{2, false, "v"};
+  b.Recycle(std::move(small));
+  EXPECT_EQ(b.spare_nodes(), 2u);
+  FoldCommit another;
+  another.entries["c"] = Entry{3, false, "v"};
+  b.Recycle(std::move(another));
+  EXPECT_EQ(b.spare_nodes(), 2u);
+  b.Put("x", Entry{4, false, "X"});
+  EXPECT_EQ(b.spare_nodes(), 1u);
+  b.DropSpare();
+  EXPECT_EQ(b.spare_nodes(), 0u);
+  FoldCommit heavy;
+  heavy.entries["h"] = Entry{5, false, std::string(PendingBatch::kMaxSpareValueBytes + 1, 'v')};
+  b.Recycle(std::move(heavy));
+  EXPECT_EQ(b.spare_nodes(), 0u);
+}
+
 }  // namespace
 }  // namespace kvfold::core

@@ -96,7 +96,15 @@ void PendingBatch::AdvanceTo(uint64_t seq, int64_t anchor_ns) {
 }
 
 void PendingBatch::Recycle(FoldCommit done) {
-  if (spare_.empty()) spare_ = std::move(done.entries);
+  // A bounded batch only. Its values stay until their nodes are taken:
+  // freed one at a time between the allocations of new ones they are
+  // cheap, freed all at once here they cost the first sync 16% more CPU
+  // (malloc's per-thread cache overflows).
+  if (!spare_.empty() || done.entries.size() > kMaxSpareNodes) return;
+  size_t value_bytes = 0;
+  for (const auto& [key, entry] : done.entries) value_bytes += entry.value.size();
+  if (value_bytes > kMaxSpareValueBytes) return;
+  spare_ = std::move(done.entries);
 }
 
 void PendingBatch::TakeBack(FoldCommit older) {

@@ -102,10 +102,17 @@ class PendingBatch {
     return out;
   }
 
-  // Keeps the entries of a released batch that was written (or given back
-  // and taken back) for their memory: new entries take their nodes and
-  // key buffers instead of allocating their own.
+  // Keeps the map nodes of a released batch that was written (or given
+  // back and taken back): new entries take them and their key buffers
+  // instead of allocating their own. Only a batch of at most
+  // kMaxSpareNodes entries and kMaxSpareValueBytes of values (a run of a
+  // first sync holds about 18,000 entries), and one at a time.
   void Recycle(FoldCommit done);
+  // Frees the nodes kept (nothing is pending: an idle watch keeps none).
+  void DropSpare() { spare_.clear(); }
+  static constexpr size_t kMaxSpareNodes = 32768;
+  static constexpr size_t kMaxSpareValueBytes = size_t{8} << 20;
+  size_t spare_nodes() const { return spare_.size(); }
 
   // Puts a released batch whose commit failed back under what is pending:
   // everything pending is newer, so a key or metadata field set in both

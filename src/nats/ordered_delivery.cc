@@ -177,19 +177,21 @@ DeliveryEvent OrderedDelivery::Reset(ResetCause cause, std::string reason) {
 }
 
 StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout) {
-  // A message already queued costs no clock reading and no lock: the
-  // clock is read once a wait comes back without data, and the
-  // connection's reports (a slow consumer, a refusal) are looked for after
-  // every such wait, when nats.c reported one, and every kFullCheckEvery
-  // messages.
+  // A message already queued costs no clock reading and no lock: the clock
+  // is read once a wait comes back without a message of the stream, and
+  // the connection's reports (a slow consumer, a refusal) are looked for
+  // after every such wait, when nats.c reported one, and every
+  // kFullCheckEvery messages.
   std::optional<Clock::time_point> deadline;
   auto left = timeout;
   int64_t waited = 0;  // the longest the last wait may have taken, ms
+  bool past_deadline = false;
   for (bool first = true;; first = false) {
     if (!first) {
       const auto now = Clock::now();
-      // The wait began at most `waited` ago: the deadline errs early.
-      if (!deadline) deadline = now - std::chrono::milliseconds(waited) + timeout;
+      // After a status message the wait it ended may have taken up to
+      // `waited`: the deadline errs late, by at most one wait.
+      if (!deadline) deadline = now + timeout;
       left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now);
     }
     if (conn_->generation() != generation_) {
@@ -207,6 +209,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
       // passing fault: no reset would cure it.
       KVFOLD_RETURN_IF_ERROR(conn_->PermissionError());
     }
+    if (past_deadline) return DeliveryEvent{};
     natsMsg* msg = nullptr;
     // Waits in slices of at most kRefusalCheck, so that a refusal ends it soon.
     waited = std::clamp<int64_t>(left.count(), 1, kRefusalCheck.count());
@@ -214,6 +217,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     if (s == NATS_TIMEOUT) {
       DestroySpent();  // idle: nothing to batch with
       const auto now = Clock::now();
+      // The wait took at least `waited`: the deadline errs early, if at all.
       if (!deadline) deadline = now - std::chrono::milliseconds(waited) + timeout;
       // Silence counts from the start of the first wait that found the
       // queue drained: what waited in the client's queue while a slow hook
@@ -227,7 +231,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
         if (config_.strikes) config_.strikes->Add(ServerStrikes::kSilent);
         return Reset(ResetCause::kIdle, "no message or heartbeat for three heartbeat intervals");
       }
-      if (now >= *deadline) return DeliveryEvent{};
+      past_deadline = now >= *deadline;  // returned after the reports are looked at
       continue;
     }
     if (s == NATS_SLOW_CONSUMER) {

@@ -103,6 +103,9 @@ Status CommitPipeline::Collect() {
     if (committer_.batch().cursor) committed_ = committer_.batch().cursor;
     if (committer_.batch().cursor_time_ns) committed_anchor_ = *committer_.batch().cursor_time_ns;
     if (opt_.committed && committed_) opt_.committed(*committed_);
+    // Nothing arrived while it was written: the nodes kept for the next
+    // batch would only be held while the watch idles.
+    if (pending_.changes() == 0) pending_.DropSpare();
     return Status::OK();
   }
   FoldCommit failed = committer_.Take();
