@@ -418,6 +418,22 @@ class KillCampaignTest : public ::testing::Test {
     return *code;
   }
 
+  // An expiry episode on the evict bucket and a fresh artifact, then each
+  // fold behind it mirrored and killed `delay` after its repair began.
+  void RepairKillRound(Writer& writer, milliseconds delay) {
+    ExpiryEpisode(writer, kEvict);
+    if (::testing::Test::HasFatalFailure()) return;
+    ExportRound(/*must_publish=*/true);
+    for (auto& t : targets_) {
+      if (t.bucket != std::string(kEvict) || !t.seeded || t.first_syncs ||
+          !std::filesystem::exists(Path(t.name))) {
+        continue;
+      }
+      SpawnAndKill(MirrorArgs(t, /*until_caught_up=*/false), t.name, delay, /*repairing=*/true);
+      if (kills_mid_repair_ > 0) return;
+    }
+  }
+
   Target& Fresh() {
     for (auto& t : targets_) {
       if (t.first_syncs) return t;
@@ -644,6 +660,13 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
       // A quarter of the rounds are first syncs.
       MirrorRound(rng_() % 4 == 0 ? Fresh() : *ready[rng_() % ready.size()]);
     }
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  // At least one kill mid-repair, whatever the dice said: the campaign's
+  // rounds find a repair only after an expiry episode, and may kill every
+  // one of them before it starts or after it ends.
+  for (int tries = 0; tries < 5 && kills_mid_repair_ == 0; ++tries) {
+    RepairKillRound(writer, /*delay=*/milliseconds(tries == 0 ? rng_() % 20 : 0));
     if (::testing::Test::HasFatalFailure()) return;
   }
   const auto campaign_end = Clock::now();
