@@ -42,7 +42,7 @@ trap 'rm -rf "$work"' EXIT
 # only those FILTER names when given, and fails when one fails (or hangs:
 # the timeout catches it too). --gtest_fail_fast: the first failing test is
 # enough. A tier this run cannot hold (no newest server) passes.
-live_filter='DeliveryGapLiveTest.*:DeltaDeliveryLiveTest.*:WatchLiveTest.AResume*:AuditLiveTest.*:WatchLiveTest.LimitMarker*:CliLiveTest.ProbesAnswer*:CliLiveTest.SecretsGiven*:*TransportLiveTest.AnObjectLargerThanAskedIsRefusedUnread/obj:S3LiveTest.AMultipartCompletion*:S3LiveTest.ARotatedSessionToken*'
+live_filter='DeliveryGapLiveTest.*:WatchLiveTest.HeartbeatsKeep*:WatchLiveTest.ASlowConsumer*:DeltaDeliveryLiveTest.*:WatchLiveTest.AResume*:AuditLiveTest.*:WatchLiveTest.LimitMarker*:CliLiveTest.ProbesAnswer*:CliLiveTest.SecretsGiven*:*TransportLiveTest.AnObjectLargerThanAskedIsRefusedUnread/obj:S3LiveTest.AMultipartCompletion*:S3LiveTest.ARotatedSessionToken*'
 run_tier() {
   local m=$1 tier=$2 filter=$3 log=$4
   case "$tier" in

@@ -33,10 +33,11 @@ constexpr const char* kKnown[] = {
     "probe-quiet-stretch-verified",  // probe: a quiet stretch counts as proven before a floor check
     "batch-drop-on-failure",         // watcher: a failed commit loses its batch
     "batch-ignore-bytes",            // watcher: a batch commits by its count alone
-    "commit-before-frontier-proof",  // watcher: a batch is handed over before its frontier proof
-    "audit-judge-in-flight",         // audit: a key listed after the cursor is judged
-    "audit-no-message-is-kept",      // audit: no message is taken for eviction on any bucket
-    "audit-skip-fold-pass",          // audit: fold keys the listing did not name go unjudged
+    "pipeline-keep-spare-when-idle",  // commit pipeline: an idle watch keeps the spare nodes
+    "commit-before-frontier-proof",   // watcher: a batch is handed over before its frontier proof
+    "audit-judge-in-flight",          // audit: a key listed after the cursor is judged
+    "audit-no-message-is-kept",       // audit: no message is taken for eviction on any bucket
+    "audit-skip-fold-pass",           // audit: fold keys the listing did not name go unjudged
     "audit-trust-lost-tail",  // audit: no message is a phantom though the stream lost what came
                               // after the cursor
     "audit-ignore-values",    // audit: compare_values never reports a value that differs
@@ -158,6 +159,9 @@ constexpr const char* kKnown[] = {
                                   // put
     // (tests/live/delivery_gap_live_test.cc, a close within a retry wait):
     "bucket-close-within-wait",  // bucket: closing skips the stranded consumers' last try
+    // (tests/live/watch_live_test.cc, a delivery opened by hand):
+    "slow-consumer-unreported",  // connection: a slow consumer waits for the next full check
+    "delivery-heard-never-set",  // ordered delivery: silence counts from the consumer's creation
     // (tests/live/s3_live_test.cc, through the fault proxy):
     "s3-complete-error-body-ok",      // S3: a completion answered 200 with an error body passes
     "s3-reload-keeps-session-token",  // S3: a credential reload keeps the old session token

@@ -6,6 +6,7 @@
 
 #include "core/base64.h"
 #include "core/json_fields.h"
+#include "core/mutation.h"
 #include "nats/kv_subjects.h"
 
 namespace kvfold::nats {
@@ -233,6 +234,7 @@ void NatsConnection::OnError(natsConnection* nc, natsSubscription* sub, natsStat
     std::lock_guard lock(state->mu);
     state->slow.insert(sub);
   }
+  if (KVFOLD_MUTANT("slow-consumer-unreported")) return;
   state->reported.fetch_add(1, std::memory_order_release);
 }
 

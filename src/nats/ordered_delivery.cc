@@ -80,7 +80,7 @@ Status OrderedDelivery::Subscribe() {
   }
   // Unlimited client-side buffering: flow control bounds what the server
   // sends, and a dropped message would be a silent gap.
-  natsSubscription_SetPendingLimits(sub_, -1, -1);
+  natsSubscription_SetPendingLimits(sub_, -1, config_.pending_bytes_limit);
   return Status::OK();
 }
 
@@ -240,7 +240,7 @@ StatusOr<DeliveryEvent> OrderedDelivery::Next(std::chrono::milliseconds timeout)
     if (s != NATS_OK) {
       return Reset(ResetCause::kOther, "reading the delivery failed: " + NatsError(s));
     }
-    heard_ = true;
+    if (!KVFOLD_MUTANT("delivery-heard-never-set")) heard_ = true;
     if (config_.strikes) config_.strikes->Alive();
     // Destroyed (in a batch) after this call returns: the event copies
     // what it needs.

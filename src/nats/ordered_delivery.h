@@ -30,6 +30,9 @@ struct OrderedDeliveryConfig {
   std::shared_ptr<ServerStrikes> strikes;
   // Given the consumer when its delete goes unanswered (may be null).
   std::shared_ptr<StrandedConsumers> stranded;
+  // Tests only: a bound on the bytes nats.c queues for the delivery, to
+  // make it a slow consumer. -1: none (flow control bounds the queue).
+  int pending_bytes_limit = -1;
 };
 
 class OrderedDelivery final : public Delivery {

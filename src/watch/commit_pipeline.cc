@@ -105,7 +105,9 @@ Status CommitPipeline::Collect() {
     if (opt_.committed && committed_) opt_.committed(*committed_);
     // Nothing arrived while it was written: the nodes kept for the next
     // batch would only be held while the watch idles.
-    if (pending_.changes() == 0) pending_.DropSpare();
+    if (pending_.changes() == 0 && !KVFOLD_MUTANT("pipeline-keep-spare-when-idle")) {
+      pending_.DropSpare();
+    }
     return Status::OK();
   }
   FoldCommit failed = committer_.Take();

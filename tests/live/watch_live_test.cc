@@ -527,6 +527,69 @@ TEST_F(WatchLiveTest, SlowReaderIsNotMistakenForASilentServer) {
   }
 }
 
+// Heartbeats are signs of life: a delivery with nothing to deliver stays
+// open for as long as they come, well past three heartbeat intervals.
+TEST_F(WatchLiveTest, HeartbeatsKeepAnIdleDeliveryAlive) {
+  kv_.CreateBucket("quiet");
+  kv_.Put("quiet", "k", "v");
+  ConnectOptions o;
+  o.url = server_.url();
+  auto conn = nats::NatsConnection::Connect(o);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  nats::OrderedDeliveryConfig config;
+  config.bucket = "quiet";
+  config.start.from_seq = 1;
+  config.filters = {"$KV.quiet.>"};
+  config.heartbeat = milliseconds(300);
+  bool multi = true;
+  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto first = (*d)->Next(milliseconds(2000));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->kind, DeliveryEvent::Kind::kMessage);
+  const auto end = std::chrono::steady_clock::now() + milliseconds(3000);  // 10 intervals
+  while (std::chrono::steady_clock::now() < end) {
+    auto next = (*d)->Next(milliseconds(400));
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    ASSERT_EQ(next->kind, DeliveryEvent::Kind::kTimeout) << next->reason;
+  }
+  EXPECT_GE((*d)->heartbeats().count, 5u);
+}
+
+// nats.c drops what overflows its queue and reports it once, out of band;
+// its own flag clears as soon as a later message is queued. The delivery
+// notices the report at its next call, before the messages queued around
+// the one dropped.
+TEST_F(WatchLiveTest, ASlowConsumerIsNoticedAtTheNextCall) {
+  kv_.CreateBucket("slow");
+  ConnectOptions o;
+  o.url = server_.url();
+  auto conn = nats::NatsConnection::Connect(o);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  nats::OrderedDeliveryConfig config;
+  config.bucket = "slow";
+  config.start.from_seq = 1;
+  config.filters = {"$KV.slow.>"};
+  config.pending_bytes_limit = 64 << 10;
+  bool multi = true;
+  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const uint64_t reported = (*conn)->reported();
+  kv_.Put("slow", "small.1", "v");
+  kv_.Put("slow", "big", std::string(100 << 10, 'x'));  // over the bound alone: dropped
+  kv_.Put("slow", "small.2", "v");                      // queued: nats.c's flag clears
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((*conn)->reported() == reported && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_NE((*conn)->reported(), reported) << "nats.c never reported the slow consumer";
+  std::this_thread::sleep_for(milliseconds(200));  // small.2 queued after the drop
+  auto next = (*d)->Next(milliseconds(2000));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_EQ(next->kind, DeliveryEvent::Kind::kReset) << "message " << next->message.key;
+  EXPECT_EQ(next->cause, ResetCause::kSlowConsumer) << next->reason;
+}
+
 // Invariant: the watcher never feeds an older revision of a key over a
 // newer one. A fold may hold entries above its cursor (a restore commits its
 // chunks under the old cursor, and a kill can stop it there); the replay
