@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace kvfold {
 namespace {
@@ -55,7 +57,10 @@ TEST(CommitPipelineTest, TheSpareNodesStayWhileSomethingIsPending) {
   ASSERT_TRUE(pipeline.TryCommit(/*force=*/false, Proven).ok());  // {c} in flight
   EXPECT_EQ(pipeline.pending().spare_nodes(), 2u);                // {a, b}'s nodes
   PutNext(pipeline, "d");                                         // takes one of them
-  while (pipeline.in_flight()) ASSERT_TRUE(pipeline.CollectIfFinished().ok());
+  while (pipeline.in_flight()) {
+    ASSERT_TRUE(pipeline.CollectIfFinished().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(pipeline.committed(), 3u);
   EXPECT_EQ(pipeline.pending().spare_nodes(), 1u);
   ASSERT_TRUE(pipeline.Flush(Proven).ok());

@@ -78,8 +78,8 @@ Status OrderedDelivery::Subscribe() {
     sub_ = nullptr;
     return Status::Unavailable("subscribing to a delivery inbox: " + NatsError(s));
   }
-  // Unlimited client-side buffering: flow control bounds what the server
-  // sends, and a dropped message would be a silent gap.
+  // Unlimited client-side buffering (a test may bound it): flow control
+  // bounds what the server sends, and a dropped message would be a gap.
   natsSubscription_SetPendingLimits(sub_, -1, config_.pending_bytes_limit);
   return Status::OK();
 }

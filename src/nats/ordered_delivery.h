@@ -31,7 +31,7 @@ struct OrderedDeliveryConfig {
   // Given the consumer when its delete goes unanswered (may be null).
   std::shared_ptr<StrandedConsumers> stranded;
   // Tests only: a bound on the bytes nats.c queues for the delivery, to
-  // make it a slow consumer. -1: none (flow control bounds the queue).
+  // make it a slow consumer. Default: -1 (none; flow control bounds it).
   int pending_bytes_limit = -1;
 };
 

@@ -283,14 +283,16 @@ class KillCampaignTest : public ::testing::Test {
 
   // An export of the keeper, killed at a random moment; then, when asked
   // for, one that finishes so that a restore has a fresh artifact.
-  // `within`: the kill falls in the first half of a clean export's time.
+  // `within`: the kill falls in the second quarter of a clean export's
+  // time (its process started, the artifact not yet published).
   void ExportRound(bool must_publish, bool within = false) {
     // Pruning to the newest few at once (no minimum age) also prunes the
     // artifact a killed seed was reading now and then.
     const std::vector<std::string> args = {"export", "--fold", Path("keeper"), "--to", Arts(),
                                            "--keep", "4",      "--min-age",    "0s"};
-    const uint64_t span = within ? export_ms_ / 2 : 2 * export_ms_;
-    const int code = SpawnAndKill(args, "export", milliseconds(rng_() % (span + 1)));
+    const uint64_t delay =
+        within ? export_ms_ / 4 + rng_() % (export_ms_ / 4 + 1) : rng_() % (2 * export_ms_ + 1);
+    const int code = SpawnAndKill(args, "export", milliseconds(delay));
     CheckArtifacts();
     if (code != 0 && must_publish) {
       CliExit e = Run(args);
@@ -420,12 +422,14 @@ class KillCampaignTest : public ::testing::Test {
     return *code;
   }
 
-  // An expiry episode on the evict bucket and a fresh artifact, then each
-  // fold behind it mirrored and killed `delay` after its repair began.
+  // An expiry episode on the evict bucket and a fresh artifact, then the
+  // folds behind it mirrored in turn, each killed `delay` after its repair
+  // began, until one is killed mid-repair.
   void RepairKillRound(Writer& writer, milliseconds delay) {
     ExpiryEpisode(writer, kEvict);
     if (::testing::Test::HasFatalFailure()) return;
     ExportRound(/*must_publish=*/true);
+    if (::testing::Test::HasFatalFailure()) return;
     for (auto& t : targets_) {
       if (t.bucket != std::string(kEvict) || !t.seeded || t.first_syncs ||
           !std::filesystem::exists(Path(t.name))) {
@@ -666,9 +670,11 @@ TEST_F(KillCampaignTest, EveryKilledFoldConvergesToTheTruth) {
   }
   // At least one kill mid-repair, whatever the dice said: the campaign's
   // rounds find a repair only after an expiry episode, and may kill every
-  // one of them before it starts or after it ends.
+  // one of them before it starts or after it ends. A restore takes about
+  // a seed's time: the kill falls within its first half (its chunks are
+  // committed under the old cursor), at its start only on the last try.
   for (int tries = 0; tries < 5 && kills_mid_repair_ == 0; ++tries) {
-    RepairKillRound(writer, /*delay=*/milliseconds(tries == 0 ? rng_() % 20 : 0));
+    RepairKillRound(writer, milliseconds(tries < 4 ? rng_() % (seed_ms_ / 2 + 1) : 0));
     if (::testing::Test::HasFatalFailure()) return;
   }
   // And at least one export killed (half of them finish first).

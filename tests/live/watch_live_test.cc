@@ -540,20 +540,20 @@ TEST_F(WatchLiveTest, HeartbeatsKeepAnIdleDeliveryAlive) {
   config.bucket = "quiet";
   config.start.from_seq = 1;
   config.filters = {"$KV.quiet.>"};
-  config.heartbeat = milliseconds(300);
+  config.heartbeat = milliseconds(1000);
   bool multi = true;
   auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   auto first = (*d)->Next(milliseconds(2000));
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->kind, DeliveryEvent::Kind::kMessage);
-  const auto end = std::chrono::steady_clock::now() + milliseconds(3000);  // 10 intervals
+  const auto end = std::chrono::steady_clock::now() + milliseconds(5000);  // 5 intervals
   while (std::chrono::steady_clock::now() < end) {
-    auto next = (*d)->Next(milliseconds(400));
+    auto next = (*d)->Next(milliseconds(500));
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     ASSERT_EQ(next->kind, DeliveryEvent::Kind::kTimeout) << next->reason;
   }
-  EXPECT_GE((*d)->heartbeats().count, 5u);
+  EXPECT_GE((*d)->heartbeats().count, 3u);
 }
 
 // nats.c drops what overflows its queue and reports it once, out of band;
@@ -578,12 +578,14 @@ TEST_F(WatchLiveTest, ASlowConsumerIsNoticedAtTheNextCall) {
   kv_.Put("slow", "small.1", "v");
   kv_.Put("slow", "big", std::string(100 << 10, 'x'));  // over the bound alone: dropped
   kv_.Put("slow", "small.2", "v");                      // queued: nats.c's flag clears
+  // Its report comes on nats.c's callback thread, after the drop; then
+  // small.2 is queued (the server pushed it before it answers the flush).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while ((*conn)->reported() == reported && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
-  ASSERT_NE((*conn)->reported(), reported) << "nats.c never reported the slow consumer";
-  std::this_thread::sleep_for(milliseconds(200));  // small.2 queued after the drop
+  std::this_thread::sleep_for(milliseconds(200));
+  ASSERT_EQ(natsConnection_FlushTimeout((*conn)->raw(), 5000), NATS_OK);
   auto next = (*d)->Next(milliseconds(2000));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   ASSERT_EQ(next->kind, DeliveryEvent::Kind::kReset) << "message " << next->message.key;
