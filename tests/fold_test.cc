@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "fold_view.h"
 #include "store/record_codec.h"
@@ -362,6 +364,111 @@ TEST_P(FoldContractTest, ABulkCommitReplacesHeldKeysAsAnyCommit) {
   EXPECT_EQ(live[0].first, "a");
   EXPECT_EQ(live[0].second.value, "x");
   EXPECT_EQ(live[1].first, "d");
+}
+
+// An uncounted commit skips the counts and says so: they stay as they were,
+// with counts_stale, through every later commit until a recount, which
+// counts every entry; max_revision is kept all along. A stated count change
+// is not applied to stale counts (here it would take them below zero).
+TEST_P(FoldContractTest, UncountedCommitsLeaveStaleCountsUntilARecount) {
+  FoldCommit first;
+  first.entries["a"] = Entry{1, false, "v"};
+  first.cursor = 1;
+  ASSERT_TRUE(fold_->Commit(first).ok());
+  FoldCommit catch_up;
+  for (int i = 0; i < 4; ++i) catch_up.entries["k" + std::to_string(i)] = Entry{2, false, "x"};
+  catch_up.uncounted = true;
+  catch_up.cursor = 2;
+  ASSERT_TRUE(fold_->Commit(catch_up).ok());
+  auto m = fold_->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 1u);
+  EXPECT_EQ(m->max_revision, 2u);
+  for (const bool bulk : {false, true}) {  // through the log, and ingested
+    FoldCommit stated;
+    stated.entries[bulk ? "k2" : "k0"] = Entry{bulk ? 4u : 3u, true, ""};
+    stated.entries[bulk ? "k3" : "k1"] = Entry{bulk ? 4u : 3u, true, ""};
+    stated.counts = FoldCommit::CountChange{-2, 0};
+    stated.bulk = bulk;
+    stated.cursor = bulk ? 4 : 3;
+    ASSERT_TRUE(fold_->Commit(stated).ok()) << bulk;
+  }
+  FoldCommit read;
+  read.entries["d"] = Entry{5, true, ""};
+  read.cursor = 5;
+  ASSERT_TRUE(fold_->Commit(read).ok());
+  m = fold_->ReadMeta();
+  EXPECT_TRUE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 1u);
+  EXPECT_EQ(m->max_revision, 5u);
+  auto snap = fold_->Snapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_TRUE((*snap)->meta().counts_stale);
+
+  ASSERT_TRUE(fold_->Recount().ok());
+  m = fold_->ReadMeta();
+  EXPECT_FALSE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);  // a; k0-k3 and d are tombstones
+  EXPECT_EQ(m->entries, 6u);
+  EXPECT_EQ(m->cursor, 5u);
+  EXPECT_EQ(m->max_revision, 5u);
+  FoldCommit counted;  // and counting again from there
+  counted.entries["e"] = Entry{6, false, "y"};
+  counted.cursor = 6;
+  ASSERT_TRUE(fold_->Commit(counted).ok());
+  m = fold_->ReadMeta();
+  EXPECT_EQ(m->live_keys, 2u);
+  EXPECT_EQ(m->entries, 7u);
+  EXPECT_TRUE(fold_->Recount().ok());  // nothing stale: nothing to do
+  EXPECT_EQ(fold_->ReadMeta()->entries, 7u);
+}
+
+// An empty fold counts an uncounted commit (its emptiness stays known), a
+// clear makes stale counts exact, and the flag refuses what contradicts it.
+TEST_P(FoldContractTest, AnUncountedCommitIsCountedOnAnEmptyFoldAndAClearEndsStaleCounts) {
+  FoldCommit first;
+  first.entries["a"] = Entry{1, false, "v"};
+  first.uncounted = true;
+  first.cursor = 1;
+  ASSERT_TRUE(fold_->Commit(first).ok());
+  auto m = fold_->ReadMeta();
+  EXPECT_FALSE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 1u);
+  FoldCommit stale;
+  stale.entries["b"] = Entry{2, false, "w"};
+  stale.uncounted = true;
+  stale.cursor = 2;
+  ASSERT_TRUE(fold_->Commit(stale).ok());
+  EXPECT_TRUE(fold_->ReadMeta()->counts_stale);
+  FoldCommit clear;
+  clear.clear_entries = true;
+  clear.entries["z"] = Entry{3, false, "x"};
+  clear.cursor = 3;
+  ASSERT_TRUE(fold_->Commit(clear).ok());
+  m = fold_->ReadMeta();
+  EXPECT_FALSE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 1u);
+  for (auto set : std::vector<std::function<void(FoldCommit*)>>{
+           [](FoldCommit* c) {
+             c->counts = FoldCommit::CountChange{1, 1};
+           },
+           [](FoldCommit* c) { c->bulk = true; }, [](FoldCommit* c) { c->clear_entries = true; },
+           [](FoldCommit* c) {
+             c->new_keys = true;
+             c->counts = FoldCommit::CountChange{1, 1};
+           }}) {
+    FoldCommit bad;
+    bad.entries["y"] = Entry{4, false, "v"};
+    bad.uncounted = true;
+    set(&bad);
+    EXPECT_EQ(fold_->Commit(bad).code(), Status::Code::kInvalidArgument);
+  }
+  EXPECT_EQ(fold_->ReadMeta()->cursor, 3u);
 }
 
 // The hint is not taken with a clear: the clear's range deletion and the
@@ -877,6 +984,46 @@ TEST(RocksFoldTest, CommitsSurviveReopen) {
   Entry e;
   ASSERT_TRUE((*f)->Get("k", &e).ok());
   EXPECT_EQ(e.value, "v");
+}
+
+// Stale counts are durable (a crash mid catch-up leaves them marked, so the
+// next writer recounts), and a recount is a write: refused read-only.
+TEST(RocksFoldTest, StaleCountsSurviveAReopenUntilTheWriterRecounts) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  {
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    FoldCommit c;
+    c.entries["k"] = Entry{1, false, "v"};
+    c.cursor = 1;
+    ASSERT_TRUE((*f)->Commit(c).ok());
+    FoldCommit u;
+    u.entries["k"] = Entry{2, true, ""};
+    u.entries["l"] = Entry{3, false, "w"};
+    u.uncounted = true;
+    u.cursor = 3;
+    ASSERT_TRUE((*f)->Commit(u).ok());
+  }
+  FoldOptions ro;
+  ro.read_only = true;
+  {
+    auto reader = OpenRocksFold(path, ro);
+    ASSERT_TRUE(reader.ok());
+    EXPECT_TRUE((*reader)->ReadMeta()->counts_stale);
+    EXPECT_TRUE((*reader)->Recount().IsFailedPrecondition());
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  auto m = (*f)->ReadMeta();
+  EXPECT_TRUE(m->counts_stale);
+  EXPECT_EQ(m->entries, 1u);
+  ASSERT_TRUE((*f)->Recount().ok());
+  m = (*f)->ReadMeta();
+  EXPECT_FALSE(m->counts_stale);
+  EXPECT_EQ(m->live_keys, 1u);
+  EXPECT_EQ(m->entries, 2u);
+  EXPECT_EQ(m->cursor, 3u);
 }
 
 TEST(RocksFoldTest, ReadOnlyFollowerSeesCommitsOfALiveWriter) {

@@ -55,6 +55,12 @@ struct FoldMeta {
   std::string stream_created;                     // stream identity (creation time)
   uint64_t live_keys = 0;                         // entries that are not tombstones
   uint64_t entries = 0;                           // live keys + tombstones
+  // live_keys and entries are as they were before an uncounted commit
+  // (FoldCommit::uncounted: a large catch-up, not yet finished): every
+  // commit since left them be, until Fold::Recount or a clear_entries. They
+  // never read 0 while the fold holds an entry. A watch recounts once
+  // caught up; `kvfold status` and an export count for themselves meanwhile.
+  bool counts_stale = false;
   // Set while a seed is applying artifact chunks (entries without a cursor
   // yet): the artifact id, so a re-run can finish the same seed.
   std::string seeding;
@@ -143,6 +149,16 @@ struct FoldCommit {
   // replaced as by any commit. A hint: without `counts`, or with
   // clear_entries, the commit goes through the log. Default: false.
   bool bulk = false;
+  // Do not count the entries (a hint): the store skips reading each key's
+  // entry before and sets FoldMeta::counts_stale with the commit, leaving
+  // live_keys and entries as they were, for Recount to make exact (a
+  // commit into a fold whose counts are stale is never counted). For a
+  // catch-up that rewrites a large share of the fold, where one Recount at
+  // its end reads less than a read per key. A fold that holds no entry
+  // counts anyway (its emptiness stays known), as does a Fold
+  // implementation that does not defer counts. InvalidArgument with
+  // counts, new_keys, bulk or clear_entries. Default: false.
+  bool uncounted = false;
   // Lets the cursor move backward, together with a new stream_created: a
   // fold rebuilt against a recreated stream starts that stream's sequences
   // over. Default: false (a lower cursor is refused).
@@ -151,7 +167,7 @@ struct FoldCommit {
   bool empty() const {
     return !clear_entries && entries.empty() && !cursor && !cursor_time_ns && !marker_ttl_ns &&
            !bucket && !scope && !stream_created && !seeding && !eviction_observed &&
-           !eviction_cause && !last_repair && !counts && !new_keys && !bulk;
+           !eviction_cause && !last_repair && !counts && !new_keys && !bulk && !uncounted;
   }
 };
 
@@ -222,6 +238,13 @@ class Fold {
   // unless the commit rebases the fold onto a new stream (FoldCommit::rebase
   // with stream_created set).
   virtual Status Commit(const FoldCommit& commit) = 0;
+
+  // Makes FoldMeta::live_keys and ::entries exact again after uncounted
+  // commits, counting every entry, and clears counts_stale, in one durable
+  // write: O(fold) reads, sequential. Not concurrently with Commit. OK at
+  // once when the counts are not stale. Default: OK (a Fold that never
+  // defers counts).
+  virtual Status Recount() { return Status::OK(); }
 
   // A loader for filling this fold while it holds no entries, or nullptr
   // when this kind of fold has none (fill it with Commit). Default: none.

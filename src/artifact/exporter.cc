@@ -22,6 +22,7 @@
 #include "core/pointer_rule.h"
 #include "kvfold/artifact.h"
 #include "kvfold/scope.h"
+#include "store/exact_counts.h"
 
 namespace kvfold {
 
@@ -277,10 +278,10 @@ StatusOr<std::optional<std::string>> WhyPointerIsInvalid(Transport& to, const Ar
 // not (or cannot be shown to): the caller exports in full.
 StatusOr<std::optional<ArtifactManifest>> Reattestation(Transport& to,
                                                         const ArtifactPointer& pointer,
-                                                        FoldSnapshot& snapshot, const Scope& scope,
+                                                        FoldSnapshot& snapshot,
+                                                        const FoldMeta& meta, const Scope& scope,
                                                         const ExportOptions& options) {
   using None = std::optional<ArtifactManifest>;
-  const FoldMeta& meta = snapshot.meta();
   if (KVFOLD_MUTANT("reattest-never")) return None();
   // Only an artifact this exporter would trust: it signs for the chunks'
   // values, which the digest does not cover.
@@ -393,7 +394,10 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   }
   auto snapshot = fold.Snapshot();
   if (!snapshot.ok()) return snapshot.status();
-  const FoldMeta& meta = (*snapshot)->meta();
+  // The artifact states its key count: a catch-up that has not recounted
+  // yet is counted here.
+  FoldMeta meta = (*snapshot)->meta();
+  KVFOLD_RETURN_IF_ERROR(store::CountExactly(**snapshot, &meta));
   if (!meta.cursor || meta.bucket.empty() || !meta.scope || meta.stream_created.empty()) {
     return Status::FailedPrecondition(
         "the fold has no cursor, bucket, scope or stream identity yet: mirror it before exporting");
@@ -447,7 +451,7 @@ StatusOr<ArtifactManifest> ExportArtifact(Fold& fold, Transport& to, const Expor
   if (!scope.ok()) return scope.status().WithContext("the fold's scope");
   if (options.advance_pointer && options.reattest && latest && !next.replaces_invalid &&
       !next.replaces) {
-    auto again = Reattestation(to, *latest, **snapshot, *scope, options);
+    auto again = Reattestation(to, *latest, **snapshot, meta, *scope, options);
     if (!again.ok()) return again.status().WithContext("re-attesting the latest artifact");
     if (*again) {
       if (!options.fixed_artifact_id.empty()) (*again)->artifact_id = options.fixed_artifact_id;

@@ -29,6 +29,7 @@
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
+#include "store/exact_counts.h"
 
 namespace kvfold::cli {
 namespace {
@@ -61,6 +62,7 @@ struct MirrorFlags {
   bool until_caught_up = false;
   size_t batch = 1000;
   size_t sync_run_kib = 4096;
+  uint64_t recount_backlog = 100000;
   bool no_sync = false;
   std::string metrics_addr;
   std::string ready_max_lag;  // default: HealthOptions::max_lag
@@ -265,6 +267,7 @@ WatchOptions WatchOptionsOf(const MirrorFlags& f, const MirrorPlan& plan, std::s
   options.scope = plan.scope;
   options.batch_size = f.batch;
   options.sync_run_bytes = f.sync_run_kib << 10;
+  options.recount_backlog = f.recount_backlog;
   options.until_caught_up = f.until_caught_up;
   options.stop = std::move(stop);
   options.repair = plan.repair;
@@ -425,7 +428,7 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
     if (service_reports) service_reports->request_stop();
   }
   if (!s.ok()) return Report("mirror", s);
-  auto meta = (*fold)->ReadMeta();
+  auto meta = store::ReadExactMeta(**fold);
   if (!meta.ok()) return Report("mirror", meta.status());
   Log().Info("bucket " + f.bucket + " folded through sequence " +
              (meta->cursor ? std::to_string(*meta->cursor) : "<none>") + ", " +
@@ -459,6 +462,11 @@ Runner AddMirrorCommand(CLI::App& app) {
   cmd->add_option("--sync-run-kib", flags->sync_run_kib,
                   "KiB of keys and values per run of a first sync into an empty fold, each "
                   "linked in as one table file (default 4096)");
+  cmd->add_option("--recount-backlog", flags->recount_backlog,
+                  "a catch-up of at least N messages and half the fold's entries skips the "
+                  "per-key count reads and recounts the fold once caught up; 0: never "
+                  "(default 100000)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 48));
   cmd->add_option("--export-to", flags->export_to,
                   "export artifacts on a schedule to dir:PATH, obj:BUCKET or s3://BUCKET/PREFIX")
       ->check(kArtifactLocation);

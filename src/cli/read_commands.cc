@@ -9,6 +9,7 @@
 #include "core/base64.h"
 #include "kvfold/fold.h"
 #include "kvfold/scope.h"
+#include "store/exact_counts.h"
 
 namespace kvfold::cli {
 namespace {
@@ -98,7 +99,7 @@ int RunGet(const ReadFlags& f) {
 int RunStatus(const ReadFlags& f) {
   auto fold = OpenForReading(f.fold);
   if (!fold.ok()) return Report("status", fold.status());
-  auto meta = (*fold)->ReadMeta();
+  auto meta = store::ReadExactMeta(**fold);
   if (!meta.ok()) return Report("status", meta.status());
   const std::vector<std::string> scope = meta->scope ? *meta->scope : std::vector<std::string>{};
   // A seed that stopped part way: a mirror refuses the fold until

@@ -12,6 +12,11 @@ Status MergeCommitMeta(const FoldCommit& commit, FoldMeta* meta) {
     return Status::InvalidArgument(
         "a commit of new keys states its count change and neither clears nor rebases the fold");
   }
+  if (commit.uncounted &&
+      (commit.counts || commit.new_keys || commit.bulk || commit.clear_entries)) {
+    return Status::InvalidArgument(
+        "an uncounted commit neither states counts nor is new keys, bulk or a clear");
+  }
   if (commit.cursor && meta->cursor && *commit.cursor < *meta->cursor && !rebase &&
       !KVFOLD_MUTANT("fold-cursor-backward")) {
     return Status::FailedPrecondition("refusing to move the fold's cursor backward from " +

@@ -34,6 +34,9 @@ constexpr const char* kKnown[] = {
     "batch-drop-on-failure",         // watcher: a failed commit loses its batch
     "batch-ignore-bytes",            // watcher: a batch commits by its count alone
     "pipeline-keep-spare-when-idle",  // commit pipeline: an idle watch keeps the spare nodes
+    "fold-uncounted-unmarked",        // fold: an uncounted commit leaves counts_stale unset
+    "fold-recount-tombstones-live",   // fold: a recount counts tombstones as live keys
+    "watch-recount-skipped",          // watcher: a catch-up's stale counts are never recounted
     "commit-before-frontier-proof",   // watcher: a batch is handed over before its frontier proof
     "audit-judge-in-flight",          // audit: a key listed after the cursor is judged
     "audit-no-message-is-kept",       // audit: no message is taken for eviction on any bucket

@@ -81,7 +81,11 @@ void PendingBatch::PutOver(std::string key, Entry entry, const std::optional<Ent
 void PendingBatch::Complete(FoldCommit* commit) const {
   commit->cursor = cursor_;
   if (cursor_) commit->cursor_time_ns = cursor_time_ns_;
-  if (!counts_known_ || commit->entries.empty() || commit->clear_entries || commit->counts) return;
+  if (commit->entries.empty() || commit->clear_entries || commit->counts) return;
+  if (!counts_known_) {
+    commit->uncounted = uncounted_;
+    return;
+  }
   commit->counts = counts_;
   commit->new_keys = all_known_new_;
 }

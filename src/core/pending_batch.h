@@ -48,6 +48,14 @@ class PendingBatch {
   // nothing. A key already pending counts from its pending entry.
   void PutOver(std::string key, Entry entry, const std::optional<Entry>& before);
 
+  // While on, a commit whose count change is not known goes uncounted
+  // (FoldCommit::uncounted: the store skips reading each key's entry
+  // before, and the fold's counts wait for a Fold::Recount). The watch
+  // turns it on for a catch-up that rewrites a large share of the fold.
+  // Stays as set until set again. Default: off.
+  void set_uncounted(bool on) { uncounted_ = on; }
+  bool uncounted() const { return uncounted_; }
+
   // Moves the cursor to `seq` if that is forward, with `anchor_ns` as its
   // anchor (FoldMeta::cursor_time_ns); at the same cursor, a later anchor
   // replaces the one pending.
@@ -132,6 +140,7 @@ class PendingBatch {
   FoldCommit::CountChange counts_;      // of the entries pending, while counts_known_
   bool all_known_new_ = true;
   bool counts_known_ = true;
+  bool uncounted_ = false;
   size_t bytes_ = 0;  // of pending_.entries' keys and values
   std::optional<uint64_t> cursor_;
   int64_t cursor_time_ns_ = 0;

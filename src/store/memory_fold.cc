@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/meta_merge.h"
@@ -58,12 +60,18 @@ class MemoryFold final : public Fold {
 
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override {
     std::lock_guard lock(mu_);
-    return std::unique_ptr<FoldSnapshot>(new Copy(entries_, meta_));
+    return std::unique_ptr<FoldSnapshot>(new Copy(entries_, Shown()));
   }
 
   StatusOr<FoldMeta> ReadMeta() override {
     std::lock_guard lock(mu_);
-    return meta_;
+    return Shown();
+  }
+
+  Status Recount() override {
+    std::lock_guard lock(mu_);
+    stale_.reset();
+    return Status::OK();
   }
 
   Status Commit(const FoldCommit& commit) override {
@@ -92,6 +100,9 @@ class MemoryFold final : public Fold {
     if (commit.clear_entries) {
       entries_.clear();
       meta_.live_keys = meta_.entries = meta_.max_revision = 0;
+      stale_.reset();
+    } else if (commit.uncounted && !commit.entries.empty() && meta_.entries > 0 && !stale_) {
+      stale_ = std::make_pair(meta_.live_keys, meta_.entries);  // as RocksDB's fold leaves them
     }
     for (const auto& [key, entry] : commit.entries) {
       auto it = entries_.find(key);
@@ -110,6 +121,18 @@ class MemoryFold final : public Fold {
   }
 
  private:
+  // The metadata as a reader sees it: with stale counts, those from
+  // before the first uncounted commit (this fold keeps exact ones too).
+  FoldMeta Shown() const {
+    FoldMeta m = meta_;
+    if (stale_) {
+      m.live_keys = stale_->first;
+      m.entries = stale_->second;
+      m.counts_stale = true;
+    }
+    return m;
+  }
+
   // A snapshot of a memory fold is a copy: fine for tests and simulation.
   class Copy final : public FoldSnapshot {
    public:
@@ -133,6 +156,8 @@ class MemoryFold final : public Fold {
 
   std::mutex mu_;
   std::map<std::string, Entry, std::less<>> entries_;
+  // While the counts are stale: live keys and entries as shown.
+  std::optional<std::pair<uint64_t, uint64_t>> stale_;
   FoldMeta meta_ = [] {
     FoldMeta m;
     m.max_revision = 0;  // a new fold holds nothing

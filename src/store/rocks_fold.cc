@@ -53,6 +53,7 @@ constexpr std::string_view kLastRepairName = "last_repair";
 constexpr std::string_view kMaxRevisionName = "max_revision";
 constexpr std::string_view kCursorTimeName = "cursor_time_ns";
 constexpr std::string_view kMarkerTtlName = "marker_ttl_ns";
+constexpr std::string_view kCountsStaleName = "counts_stale";
 
 Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   std::string msg = std::string(what) + ": " + s.ToString();
@@ -170,6 +171,33 @@ class RocksFold final : public Fold {
     return meta;
   }
 
+  Status Recount() override {
+    if (options_.read_only) {
+      return Status::FailedPrecondition("fold " + path_ + " is open read-only");
+    }
+    if (!write_error_.empty()) return Stopped();
+    auto current = ReadMetaAt(rocksdb::ReadOptions());
+    if (!current.ok()) return current.status();
+    if (!current->counts_stale) return Status::OK();
+    FoldMeta meta = *current;
+    meta.live_keys = meta.entries = 0;
+    meta.counts_stale = false;
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // one pass: caching it would only evict the catch-up's blocks
+    const std::string entries(1, store::kEntryTag);
+    KVFOLD_RETURN_IF_ERROR(ScanEntries(
+        ro, entries, entries, /*include_tombstones=*/true, [&](std::string_view, const Entry& e) {
+          ++meta.entries;
+          if (!e.deleted && !KVFOLD_MUTANT("fold-recount-tombstones-live")) {
+            ++meta.live_keys;
+          }
+          return true;
+        }));
+    rocksdb::WriteBatch batch;
+    PutChangedMeta(*current, meta, /*counts_changed=*/true, &batch);
+    return Write(&batch, options_.sync);
+  }
+
   Status Commit(const FoldCommit& commit) override {
     if (options_.read_only) {
       return Status::FailedPrecondition("fold " + path_ + " is open read-only");
@@ -192,9 +220,17 @@ class RocksFold final : public Fold {
       auto s = batch.DeleteRange(begin, end);
       if (!s.ok()) return FromRocks(s, "clearing fold " + path_);
       meta.live_keys = meta.entries = meta.max_revision = 0;
+      meta.counts_stale = false;
+    } else if (commit.uncounted && !commit.entries.empty() && meta.entries > 0) {
+      meta.counts_stale = true;  // with this commit's entries, in one write
     }
     KVFOLD_RETURN_IF_ERROR(PutEntries(commit, &meta, &batch));
-    if (commit.counts) KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
+    if (commit.counts && !meta.counts_stale) {
+      KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
+    }
+    if (KVFOLD_MUTANT("fold-uncounted-unmarked")) {  // the planted bug: skipped, not recorded
+      meta.counts_stale = before.counts_stale;
+    }
     const bool cursor_moved = meta.cursor != before.cursor;
     if (cursor_moved && KVFOLD_MUTANT("fold-cursor-own-write")) {
       rocksdb::WriteBatch first;  // the planted bug: the cursor ahead of its entries
@@ -216,7 +252,7 @@ class RocksFold final : public Fold {
   // newer than the old (a file that overlaps gets a sequence number above
   // everything before it).
   Status CommitByIngestion(const FoldCommit& commit, const FoldMeta& before, FoldMeta meta) {
-    KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
+    if (!meta.counts_stale) KVFOLD_RETURN_IF_ERROR(store::ApplyCountChange(*commit.counts, &meta));
     const std::string file = StagingDir() + "/run-" + std::to_string(++staged_) + ".sst";
     const rocksdb::Options options = db_->GetOptions();
     rocksdb::SstFileWriter writer(rocksdb::EnvOptions(options), options);
@@ -260,7 +296,8 @@ class RocksFold final : public Fold {
   // Puts the commit's entries into `batch`, counting them into `meta`:
   // from the entries they replace, read in one batched read (keys come
   // sorted; bloom filters answer for new keys), unless the commit brings
-  // its count change or cleared the fold.
+  // its count change or cleared the fold, or the counts are stale (an
+  // uncounted commit: Recount makes them exact).
   Status PutEntries(const FoldCommit& commit, FoldMeta* meta, rocksdb::WriteBatch* batch) {
     if (commit.entries.empty()) return Status::OK();
     std::vector<std::string> store_keys;
@@ -269,7 +306,8 @@ class RocksFold final : public Fold {
     std::vector<rocksdb::Slice> slices(store_keys.begin(), store_keys.end());
     std::vector<rocksdb::PinnableSlice> before(store_keys.size());
     std::vector<rocksdb::Status> got(store_keys.size());
-    const bool read_before = !commit.clear_entries && !commit.counts;
+    const bool count = !meta->counts_stale;
+    const bool read_before = count && !commit.clear_entries && !commit.counts;
     if (read_before) {
       db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(), slices.size(),
                     slices.data(), before.data(), got.data(), /*sorted_input=*/true);
@@ -286,7 +324,7 @@ class RocksFold final : public Fold {
               store::DecodeEntry(std::string_view(before[i].data(), before[i].size()), &previous));
         }
         store::CountReplacement(g.ok() ? &previous : nullptr, entry, meta);
-      } else if (!commit.counts) {
+      } else if (count && !commit.counts) {
         store::CountReplacement(nullptr, entry, meta);  // after a clear every key is new
       }
       if (!KVFOLD_MUTANT("fold-max-revision-stale")) {
@@ -346,6 +384,9 @@ class RocksFold final : public Fold {
           meta.eviction_cause.empty() ? std::string(kEvictionCauseUnknown) : meta.eviction_cause);
     }
     if (meta.last_repair != before.last_repair) put(kLastRepairName, meta.last_repair);
+    if (meta.counts_stale != before.counts_stale) {
+      put_or_delete(kCountsStaleName, meta.counts_stale, "1");
+    }
     if (counts_changed) {
       put(kLiveName, store::EncodeU64(meta.live_keys));
       put(kEntriesName, store::EncodeU64(meta.entries));
@@ -685,6 +726,8 @@ StatusOr<FoldMeta> RocksFold::ReadMetaAt(const rocksdb::ReadOptions& ro) {
     KVFOLD_RETURN_IF_ERROR(store::DecodeU64(v, &t));
     meta.marker_ttl_ns = static_cast<int64_t>(t);
   }
+  KVFOLD_RETURN_IF_ERROR(read(kCountsStaleName, &found));
+  meta.counts_stale = found;
   return meta;
 }
 

@@ -51,6 +51,9 @@ Status WatchLoop::Prepare() {
   unanchored_ = !meta->cursor && meta->entries > 0 && !KVFOLD_MUTANT("watch-trust-unanchored");
   fold_max_revision_ = meta->max_revision;
   fold_empty_ = meta->entries == 0 && meta->max_revision == 0;
+  fold_entries_ = meta->entries;
+  counts_stale_ = meta->counts_stale;
+  recount_at_ = 0;
   new_keys_through_ = 0;
   ForgetDeadlines();
   pipeline_.ResetTo(meta->cursor, meta->cursor_time_ns);
@@ -66,6 +69,48 @@ Status WatchLoop::Prepare() {
   if (meta->bucket.empty()) pipeline_.pending().meta().bucket = bucket;
   if (!meta->scope) pipeline_.pending().meta().scope = opt_.scope.prefixes();
   next_reconcile_ = clock_.Now() + opt_.reconcile_every;
+  return Status::OK();
+}
+
+void WatchLoop::PlanCounting(const StreamState& state, uint64_t sequential_from) {
+  const uint64_t backlog =
+      state.last_seq >= sequential_from ? state.last_seq - sequential_from + 1 : 0;
+  // Reading every entry once, in order, costs a few times less per entry
+  // than a point read of one (docs/performance.md): a catch-up that
+  // rewrites half the fold or more saves by skipping its reads. Never on
+  // an empty fold, whose first sync proves its keys new and counts them.
+  const bool uncounted = opt_.recount_backlog > 0 && !fold_empty_ && fold_entries_ > 0 &&
+                         backlog >= opt_.recount_backlog && backlog >= fold_entries_ / 2;
+  pipeline_.pending().set_uncounted(uncounted);
+  if (uncounted && !counts_stale_) {
+    Log("catching up " + std::to_string(backlog) + " messages on a fold of " +
+        std::to_string(fold_entries_) +
+        " entries: the fold's counts wait for one recount at "
+        "the end");
+  }
+  counts_stale_ = counts_stale_ || uncounted;
+  recount_at_ = counts_stale_ ? std::max<uint64_t>(state.last_seq, 1) : 0;
+}
+
+Status WatchLoop::RecountWhenDue(bool caught_up) {
+  if (!counts_stale_) return Status::OK();
+  const auto& committed = pipeline_.committed();
+  if (!caught_up && (recount_at_ == 0 || !committed || *committed < recount_at_)) {
+    return Status::OK();
+  }
+  pipeline_.pending().set_uncounted(false);
+  // No commit may run beside it: the batches handed over land first.
+  KVFOLD_RETURN_IF_ERROR(Flush());
+  if (!KVFOLD_MUTANT("watch-recount-skipped")) {
+    const auto started = clock_.Now();
+    Status s = fold_.Recount();
+    if (!s.ok()) return s.WithContext("recounting the fold after a catch-up");
+    Log("recounted the fold in " +
+        std::to_string(std::chrono::duration_cast<milliseconds>(clock_.Now() - started).count()) +
+        " ms");
+  }
+  counts_stale_ = false;
+  recount_at_ = 0;
   return Status::OK();
 }
 
@@ -87,7 +132,7 @@ Status WatchLoop::Run() {
       (void)Flush();
       return s;
     }
-    if (end == SessionEnd::kDone) return Flush();
+    if (end == SessionEnd::kDone) return Finish();
     if (end == SessionEnd::kRepair) {
       // Everything received is folded and in the store before any repair
       // looks at the fold (a re-queued batch would be invisible to it).
@@ -108,6 +153,11 @@ Status WatchLoop::Run() {
       auto meta = fold_.ReadMeta();
       fold_max_revision_ = meta.ok() ? meta->max_revision : UINT64_MAX;
       fold_empty_ = false;
+      if (meta.ok()) {
+        fold_entries_ = meta->entries;
+        counts_stale_ = meta->counts_stale;
+      }
+      recount_at_ = 0;
       new_keys_through_ = 0;
       // A restore or relist brings deadlines (and a position) of its own;
       // a reconcile only deletes keys, whose items then fall stale.

@@ -205,6 +205,20 @@ class WatchLoop {
   Status ProveFrontier();
   bool PendingWork() const { return pipeline_.HasWork(); }
   bool CaughtUp() const;
+  // Whether the delivery about to run (its stream `state`, read from
+  // `sequential_from`) goes uncounted, and when the fold is due a recount.
+  void PlanCounting(const StreamState& state, uint64_t sequential_from);
+  // Recounts a fold whose counts are stale once the committed cursor
+  // reaches recount_at_ (or, with `caught_up`, at once), after the batches
+  // handed over land. A failed recount is fatal, as a failed commit is
+  // after its retries.
+  Status RecountWhenDue(bool caught_up = false);
+  // The end of Run: everything received committed, then a due recount
+  // when caught up.
+  Status Finish() {
+    KVFOLD_RETURN_IF_ERROR(Flush());
+    return CaughtUp() ? RecountWhenDue(/*caught_up=*/true) : Status::OK();
+  }
   void Log(LogLevel level, const std::string& line) const {
     if (opt_.log) opt_.log(LogLine{level, line});
   }
@@ -259,6 +273,15 @@ class WatchLoop {
   // The fold held no entry at Prepare and nothing has been folded or
   // repaired into it since: the first state sync may prove keys new.
   bool fold_empty_ = false;
+  // The fold's entries as of the last Prepare or repair (FoldMeta::entries,
+  // a lower bound while the counts are stale): a catch-up is sized by it.
+  uint64_t fold_entries_ = 0;
+  // The fold's counts are stale, or will be once the batches handed over
+  // land (FoldCommit::uncounted): a Fold::Recount is due.
+  bool counts_stale_ = false;
+  // The recount is due once the committed cursor reaches this: the head of
+  // the stream when the running delivery's catch-up began (0: none).
+  uint64_t recount_at_ = 0;
   // In scope, a message at or below this sequence is a key's only message
   // the running delivery brings, on a fold that never held the key (0:
   // none is). Set for the first state sync into an empty fold to the

@@ -175,6 +175,7 @@ Status WatchLoop::Deliver(const StreamState& state, SessionEnd* end) {
   // from a sequence and brings every message after it, unless this one
   // ended before anything arrived (then the next is a state sync again).
   new_keys_through_ = sync && fold_empty_ && !guard_.received() ? state.last_seq : 0;
+  PlanCounting(*after, sequential_from);
   if (new_keys_through_ != 0 && KVFOLD_MUTANT("watch-new-keys-past-sync")) {
     new_keys_through_ = UINT64_MAX;
   }
@@ -189,6 +190,7 @@ Status WatchLoop::Pump(Delivery& delivery, uint64_t sequential_from, SessionEnd*
     bool expired_keep = true;
     KVFOLD_RETURN_IF_ERROR(ExpireDue(&expired_keep));
     if (!expired_keep) return Status::OK();
+    KVFOLD_RETURN_IF_ERROR(RecountWhenDue());
     if (opt_.stop.stop_requested() || CaughtUp()) {
       *end = SessionEnd::kDone;
       return Status::OK();

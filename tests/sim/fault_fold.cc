@@ -88,6 +88,15 @@ StatusOr<std::unique_ptr<FoldLoader>> FaultFold::NewLoader() {
       std::make_unique<MisrememberingLoader>(std::move(inner).value(), misremember_));
 }
 
+Status FaultFold::Recount() {
+  if (Died()) return Dead();
+  // A store that fails every write fails this one too.
+  if (fail_all_) return fail_all_with_;
+  Status s = inner_->Recount();
+  if (Died()) return Dead();
+  return s;
+}
+
 Status FaultFold::Commit(const FoldCommit& given) {
   if (Died()) return Dead();
   const FoldCommit misremembered = misremember_.empty() ? FoldCommit() : Misremembered(given);
@@ -126,6 +135,7 @@ Status FaultFold::Commit(const FoldCommit& given) {
       entries_only.clear_entries = commit.clear_entries;
       entries_only.entries = commit.entries;
       entries_only.counts = commit.counts;
+      entries_only.uncounted = commit.uncounted;
       KVFOLD_RETURN_IF_ERROR(inner_->Commit(entries_only));
       crashed_ = true;
       return Dead();

@@ -72,6 +72,7 @@ class FaultFold final : public Fold {
   StatusOr<FoldMeta> ReadMeta() override;
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override;
   Status Commit(const FoldCommit& commit) override;
+  Status Recount() override;
   StatusOr<std::unique_ptr<FoldLoader>> NewLoader() override;
 
  private:

@@ -205,6 +205,7 @@ class CommitLog final : public Fold {
   struct Noted {
     size_t entries;
     bool new_keys;
+    bool uncounted = false;
   };
   explicit CommitLog(Fold& inner) : inner_(inner) {}
   Status Get(std::string_view k, Entry* e) override { return inner_.Get(k, e); }
@@ -218,9 +219,10 @@ class CommitLog final : public Fold {
   }
   StatusOr<FoldMeta> ReadMeta() override { return inner_.ReadMeta(); }
   StatusOr<std::unique_ptr<FoldSnapshot>> Snapshot() override { return inner_.Snapshot(); }
+  Status Recount() override { return inner_.Recount(); }
   Status Commit(const FoldCommit& c) override {
     if (before_commit) before_commit(c);
-    if (!c.entries.empty()) noted.push_back({c.entries.size(), c.new_keys});
+    if (!c.entries.empty()) noted.push_back({c.entries.size(), c.new_keys, c.uncounted});
     return inner_.Commit(c);
   }
   std::vector<Noted> noted;
@@ -269,6 +271,93 @@ TEST(WatcherSimTest, AFirstStateSyncCommitsInRunsOfNewKeysEndedByTheFirstUpdate)
   ASSERT_FALSE(fold.noted.empty());
   EXPECT_FALSE(fold.noted.back().new_keys);
   EXPECT_EQ(fold.noted.back().entries, 1u);
+}
+
+size_t UncountedCommits(const CommitLog& fold, size_t from = 0) {
+  size_t n = 0;
+  for (size_t i = from; i < fold.noted.size(); ++i) n += fold.noted[i].uncounted;
+  return n;
+}
+
+void ExpectExactCounts(Fold& fold) {
+  auto m = fold.ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->counts_stale);
+  uint64_t live = 0, all = 0;
+  ASSERT_TRUE(fold.Scan("", true,
+                        [&](std::string_view, const Entry& e) {
+                          ++all;
+                          live += !e.deleted;
+                          return true;
+                        })
+                  .ok());
+  EXPECT_EQ(m->live_keys, live);
+  EXPECT_EQ(m->entries, all);
+}
+
+// A catch-up of half the fold or more (and recount_backlog) goes uncounted:
+// the store reads nothing for the counts, and the watch recounts once caught
+// up. A smaller one, and a first sync, are counted as always.
+TEST(WatcherSimTest, ALargeCatchUpGoesUncountedAndRecountsOnceCaughtUp) {
+  SimBucket b;
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v");
+  auto memory = NewMemoryFold();
+  CommitLog fold(*memory);
+  WatchOptions o = FastOptions();
+  o.batch_size = 3;
+  o.recount_backlog = 5;
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(UncountedCommits(fold), 0u);
+  ExpectExactCounts(fold);
+
+  for (int i = 0; i < 8; ++i) b.Put("k." + std::to_string(i), "w");
+  for (int i = 8; i < 11; ++i) b.Delete("k." + std::to_string(i));
+  b.Put("n.1", "new");  // 12 messages on a fold of 20 entries
+  size_t before = fold.noted.size();
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_GE(UncountedCommits(fold, before), 1u);
+  EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
+  ExpectExactCounts(fold);
+  EXPECT_EQ(fold.ReadMeta()->live_keys, 18u);
+
+  for (int i = 0; i < 9; ++i) b.Put("k." + std::to_string(i), "x");  // 9 < 21 / 2
+  before = fold.noted.size();
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(UncountedCommits(fold, before), 0u);
+  ExpectExactCounts(fold);
+  o.recount_backlog = 0;  // never
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "y");
+  before = fold.noted.size();
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(UncountedCommits(fold, before), 0u);
+  ExpectExactCounts(fold);
+}
+
+// A run that dies mid catch-up leaves the counts stale and marked; the
+// next run, with little left to catch up, counts nothing it need not and
+// recounts once caught up. And a watch whose catch-up is stopped leaves
+// them stale for the next.
+TEST(WatcherSimTest, StaleCountsLeftByADeathAreRecountedByTheNextRun) {
+  SimBucket b;
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v");
+  auto memory = NewMemoryFold();
+  FaultFold fold(*memory);
+  WatchOptions o = FastOptions();
+  o.batch_size = 3;
+  o.commit_in_background = false;
+  o.recount_backlog = 5;
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "w");
+  fold.Arm(fold.attempts() + 3, Fault::kCrashAfter);
+  EXPECT_FALSE(Watch(b, fold, o).ok());
+  auto m = memory->ReadMeta();
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->counts_stale);
+  EXPECT_LT(*m->cursor, b.last_seq());
+  fold.Reattach(*memory);
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
+  ExpectExactCounts(fold);
 }
 
 // While one run is written (slowly here), the next fills only up to
