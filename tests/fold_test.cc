@@ -1026,6 +1026,48 @@ TEST(RocksFoldTest, StaleCountsSurviveAReopenUntilTheWriterRecounts) {
   EXPECT_EQ(m->cursor, 3u);
 }
 
+// A recount over several table files (counted in parts, split at a file
+// boundary) and the memtable counts every entry once.
+TEST(RocksFoldTest, ARecountOverManyTableFilesCountsEveryEntryOnce) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  uint64_t seq = 0;
+  for (int file = 0; file < 4; ++file) {  // each close flushes one table file
+    auto f = OpenRocksFold(path);
+    ASSERT_TRUE(f.ok());
+    FoldCommit c;
+    for (int i = 0; i < 500; ++i) {
+      const int k = file * 250 + i;  // overlapping key ranges
+      c.entries["k" + std::to_string(100000 + k)] = Entry{++seq, k % 7 == 0, k % 7 ? "v" : ""};
+    }
+    c.cursor = seq;
+    ASSERT_TRUE((*f)->Commit(c).ok());
+  }
+  auto f = OpenRocksFold(path);
+  ASSERT_TRUE(f.ok());
+  FoldCommit u;
+  for (int k = 0; k < 1250; k += 3)
+    u.entries["k" + std::to_string(100000 + k)] = Entry{++seq, true, ""};
+  u.uncounted = true;
+  u.cursor = seq;
+  ASSERT_TRUE((*f)->Commit(u).ok());
+  uint64_t live = 0, all = 0;
+  ASSERT_TRUE((*f)->Scan("", true,
+                         [&](std::string_view, const Entry& e) {
+                           ++all;
+                           live += !e.deleted;
+                           return true;
+                         })
+                  .ok());
+  EXPECT_EQ(all, 1250u);
+  ASSERT_TRUE((*f)->ReadMeta()->counts_stale);
+  ASSERT_TRUE((*f)->Recount().ok());
+  auto m = (*f)->ReadMeta();
+  EXPECT_FALSE(m->counts_stale);
+  EXPECT_EQ(m->entries, all);
+  EXPECT_EQ(m->live_keys, live);
+}
+
 TEST(RocksFoldTest, ReadOnlyFollowerSeesCommitsOfALiveWriter) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";

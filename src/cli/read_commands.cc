@@ -99,7 +99,11 @@ int RunGet(const ReadFlags& f) {
 int RunStatus(const ReadFlags& f) {
   auto fold = OpenForReading(f.fold);
   if (!fold.ok()) return Report("status", fold.status());
-  auto meta = store::ReadExactMeta(**fold);
+  auto stored = (*fold)->ReadMeta();
+  if (!stored.ok()) return Report("status", stored.status());
+  // A catch-up that skipped the counts has not recounted yet: count now.
+  const bool counts_stale = stored->counts_stale;
+  auto meta = counts_stale ? store::ReadExactMeta(**fold) : stored;
   if (!meta.ok()) return Report("status", meta.status());
   const std::vector<std::string> scope = meta->scope ? *meta->scope : std::vector<std::string>{};
   // A seed that stopped part way: a mirror refuses the fold until
@@ -120,6 +124,7 @@ int RunStatus(const ReadFlags& f) {
         {"cursor", meta->cursor ? json(*meta->cursor) : json(nullptr)},
         {"keys", meta->live_keys},
         {"tombstones", meta->entries - meta->live_keys},
+        {"counts_stale", counts_stale},
         {"scope", scope},
         {"stream_created", meta->stream_created},
         {"eviction_observed", meta->eviction_observed},
@@ -140,7 +145,9 @@ int RunStatus(const ReadFlags& f) {
             << "scope:          " << (scope_text.empty() ? "<none>" : scope_text) << "\n"
             << "cursor:         " << (meta->cursor ? std::to_string(*meta->cursor) : "<none>")
             << "\n"
-            << "keys:           " << meta->live_keys << "\n"
+            << "keys:           " << meta->live_keys
+            << (counts_stale ? " (counted now: the fold recounts once its catch-up ends)" : "")
+            << "\n"
             << "tombstones:     " << meta->entries - meta->live_keys << "\n"
             << "stream created: "
             << (meta->stream_created.empty() ? "<none>" : meta->stream_created) << "\n"

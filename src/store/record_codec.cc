@@ -49,6 +49,17 @@ void EncodeEntryTo(const Entry& entry, std::string* out) {
   if (!entry.deleted) out->append(entry.value);
 }
 
+Status DecodeTombstoneFlag(std::string_view bytes, bool* deleted) {
+  const auto flags = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
+  if (bytes.size() < 9 || flags > 2 || ((flags & 1) != 0 && bytes.size() != 9)) {
+    Entry full;  // DecodeEntry names what is wrong
+    Status s = DecodeEntry(bytes, &full);
+    if (!s.ok()) return s;
+  }
+  *deleted = (flags & 1) != 0;
+  return Status::OK();
+}
+
 Status DecodeEntry(std::string_view bytes, Entry* out) {
   if (bytes.size() < 9) {
     return Status::Corruption("fold entry record is " + std::to_string(bytes.size()) +

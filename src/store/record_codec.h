@@ -28,6 +28,9 @@ std::string EncodeEntry(const Entry& entry);
 // The same into *out (its buffer reused across entries).
 void EncodeEntryTo(const Entry& entry, std::string* out);
 Status DecodeEntry(std::string_view bytes, Entry* out);
+// Whether an entry record is a tombstone, from its header alone (a count
+// needs no value); Corruption as DecodeEntry for a header it refuses.
+Status DecodeTombstoneFlag(std::string_view bytes, bool* deleted);
 
 std::string EncodeU64(uint64_t v);  // 8 bytes big-endian
 Status DecodeU64(std::string_view bytes, uint64_t* out);

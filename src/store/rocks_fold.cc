@@ -17,6 +17,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/meta_merge.h"
@@ -180,23 +181,17 @@ class RocksFold final : public Fold {
     if (!current.ok()) return current.status();
     if (!current->counts_stale) return Status::OK();
     FoldMeta meta = *current;
-    meta.live_keys = meta.entries = 0;
+    KVFOLD_RETURN_IF_ERROR(CountEntries(&meta.live_keys, &meta.entries));
     meta.counts_stale = false;
-    rocksdb::ReadOptions ro;
-    ro.fill_cache = false;  // one pass: caching it would only evict the catch-up's blocks
-    const std::string entries(1, store::kEntryTag);
-    KVFOLD_RETURN_IF_ERROR(ScanEntries(
-        ro, entries, entries, /*include_tombstones=*/true, [&](std::string_view, const Entry& e) {
-          ++meta.entries;
-          if (!e.deleted && !KVFOLD_MUTANT("fold-recount-tombstones-live")) {
-            ++meta.live_keys;
-          }
-          return true;
-        }));
     rocksdb::WriteBatch batch;
     PutChangedMeta(*current, meta, /*counts_changed=*/true, &batch);
     return Write(&batch, options_.sync);
   }
+
+  // Counts every entry and the live ones among them, the key range split
+  // at table file boundaries over up to two threads: a recount runs once a
+  // catch-up is done, when the server has stopped sending.
+  Status CountEntries(uint64_t* live, uint64_t* entries);
 
   Status Commit(const FoldCommit& commit) override {
     if (options_.read_only) {
@@ -628,6 +623,60 @@ Status RocksFold::FinishLoad(const FoldCommit& commit, const std::vector<std::st
   PutMetaAndCursor(before, meta, loaded > 0, &batch);
   if (files.empty()) return Write(&batch, options_.sync);
   return IngestStaged(files, batch);
+}
+
+Status RocksFold::CountEntries(uint64_t* live, uint64_t* entries) {
+  const std::string begin(1, store::kEntryTag), end(1, static_cast<char>(store::kEntryTag + 1));
+  // The middle of the table files' first keys: about half the entries on
+  // each side (the catch-up's newest, in the memtable, fall anywhere).
+  std::vector<std::string> firsts;
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db_->GetLiveFilesMetaData(&files);
+  for (const auto& f : files) {
+    if (f.smallestkey > begin && f.smallestkey < end) firsts.push_back(f.smallestkey);
+  }
+  std::vector<std::string> bounds = {begin};
+  if (firsts.size() >= 2) {
+    std::nth_element(firsts.begin(), firsts.begin() + firsts.size() / 2, firsts.end());
+    bounds.push_back(firsts[firsts.size() / 2]);
+  }
+  bounds.push_back(end);
+  const rocksdb::Snapshot* snap = db_->GetSnapshot();
+  struct Part {
+    uint64_t live = 0, entries = 0;
+    Status status;
+  };
+  std::vector<Part> parts(bounds.size() - 1);
+  auto count = [&](size_t i) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    ro.fill_cache = false;  // one pass: caching it would only evict the catch-up's blocks
+    const rocksdb::Slice upper(bounds[i + 1]);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    Part& p = parts[i];
+    for (it->Seek(bounds[i]); it->Valid(); it->Next()) {
+      bool deleted = false;
+      p.status = store::DecodeTombstoneFlag(
+          std::string_view(it->value().data(), it->value().size()), &deleted);
+      if (!p.status.ok()) return;
+      ++p.entries;
+      if (!deleted || KVFOLD_MUTANT("fold-recount-tombstones-live")) ++p.live;
+    }
+    if (!it->status().ok()) p.status = FromRocks(it->status(), "recounting fold " + path_);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < parts.size(); ++i) helpers.emplace_back(count, i);
+  count(0);
+  for (auto& t : helpers) t.join();
+  db_->ReleaseSnapshot(snap);
+  *live = *entries = 0;
+  for (const Part& p : parts) {
+    KVFOLD_RETURN_IF_ERROR(p.status);
+    *live += p.live;
+    *entries += p.entries;
+  }
+  return Status::OK();
 }
 
 Status RocksFold::IngestStaged(std::vector<std::string> files,
