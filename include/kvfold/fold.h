@@ -242,8 +242,8 @@ class Fold {
   // Makes FoldMeta::live_keys and ::entries exact again after uncounted
   // commits, counting every entry, and clears counts_stale, in one durable
   // write: O(fold) reads, sequential. Not concurrently with Commit. OK at
-  // once when the counts are not stale. Default: OK (a Fold that never
-  // defers counts).
+  // once when the counts are not stale; FailedPrecondition on a fold opened
+  // read-only. Default: OK (a Fold that never defers counts).
   virtual Status Recount() { return Status::OK(); }
 
   // A loader for filling this fold while it holds no entries, or nullptr

@@ -72,8 +72,9 @@ struct WatchOptions {
   // (docs/performance.md). Default: 4 MiB. REQUIRES: > 0.
   size_t sync_run_bytes = size_t{4} << 20;
 
-  // A catch-up of at least this many messages that is at least half the
-  // fold's entries skips the per-key reads the fold's counts need
+  // A catch-up of at least this many messages (the stream's, in scope or
+  // not) that is at least half the fold's entries, without an apply hook
+  // (which reads each key anyway), skips the per-key reads the fold's counts need
   // (FoldCommit::uncounted) and recounts the fold once, when caught up:
   // reading every entry once in order costs less than reading each
   // replaced one. Until then FoldMeta::counts_stale is set. 0: never.

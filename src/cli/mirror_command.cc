@@ -29,7 +29,6 @@
 #include "kvfold/transport.h"
 #include "kvfold/watch_metrics.h"
 #include "kvfold/watcher.h"
-#include "store/exact_counts.h"
 
 namespace kvfold::cli {
 namespace {
@@ -428,11 +427,14 @@ int RunMirror(CLI::App* cmd, MirrorFlags& f) {
     if (service_reports) service_reports->request_stop();
   }
   if (!s.ok()) return Report("mirror", s);
-  auto meta = store::ReadExactMeta(**fold);
+  auto meta = (*fold)->ReadMeta();
   if (!meta.ok()) return Report("mirror", meta.status());
+  // Stale counts (a stop mid catch-up) are not worth a scan of the fold here.
   Log().Info("bucket " + f.bucket + " folded through sequence " +
              (meta->cursor ? std::to_string(*meta->cursor) : "<none>") + ", " +
-             std::to_string(meta->live_keys) + " live keys in " + f.fold);
+             (meta->counts_stale ? std::string("keys not counted yet (the next start recounts)")
+                                 : std::to_string(meta->live_keys) + " live keys") +
+             " in " + f.fold);
   return kExitOk;
 }
 

@@ -51,10 +51,9 @@ void EncodeEntryTo(const Entry& entry, std::string* out) {
 
 Status DecodeTombstoneFlag(std::string_view bytes, bool* deleted) {
   const auto flags = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
-  if (bytes.size() < 9 || flags > 2 || ((flags & 1) != 0 && bytes.size() != 9)) {
-    Entry full;  // DecodeEntry names what is wrong
-    Status s = DecodeEntry(bytes, &full);
-    if (!s.ok()) return s;
+  if (bytes.size() < 9 || flags > 1 || ((flags & 1) != 0 && bytes.size() != 9)) {
+    Entry full;  // a deadline's checks, or what is wrong named
+    KVFOLD_RETURN_IF_ERROR(DecodeEntry(bytes, &full));
   }
   *deleted = (flags & 1) != 0;
   return Status::OK();

@@ -40,6 +40,11 @@ constexpr std::string_view kFormatName = "format";
 // entry records (flags bit 1): a build that only knows format 2 refuses
 // such a fold at open instead of failing on the first record it reads.
 constexpr std::string_view kFormatValue = "kvfold-fold-3";
+// Format 4 is format 3 while the key counts are stale (counts_stale): a
+// build that does not know stale counts would count on top of them, and a
+// delete could take them below zero and stop its commits, so it refuses
+// such a fold at open. A recount or a clear marks the fold format 3 again.
+constexpr std::string_view kFormatStaleCounts = "kvfold-fold-4";
 constexpr std::string_view kFormatV2 = "kvfold-fold-2";
 constexpr std::string_view kFormatV1 = "kvfold-fold-1";
 constexpr std::string_view kCursorName = "cursor";
@@ -381,6 +386,7 @@ class RocksFold final : public Fold {
     if (meta.last_repair != before.last_repair) put(kLastRepairName, meta.last_repair);
     if (meta.counts_stale != before.counts_stale) {
       put_or_delete(kCountsStaleName, meta.counts_stale, "1");
+      put(kFormatName, std::string(meta.counts_stale ? kFormatStaleCounts : kFormatValue));
     }
     if (counts_changed) {
       put(kLiveName, store::EncodeU64(meta.live_keys));
@@ -1030,11 +1036,11 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
         return FromRocks(fs_status, "upgrading fold " + path + " to " + std::string(kFormatValue));
       }
     }
-  } else if (format != kFormatValue) {
+  } else if (format != kFormatValue && format != kFormatStaleCounts) {
     return Status::Corruption("fold " + path + " has format \"" + format +
                               "\"; this build reads \"" + std::string(kFormatV1) + "\", \"" +
-                              std::string(kFormatV2) + "\" and \"" + std::string(kFormatValue) +
-                              "\"");
+                              std::string(kFormatV2) + "\", \"" + std::string(kFormatValue) +
+                              "\" and \"" + std::string(kFormatStaleCounts) + "\"");
   }
   auto fold = std::make_unique<RocksFold>(std::move(guard), std::move(db), path, options,
                                           std::move(secondary_dir), format_v1);

@@ -75,12 +75,16 @@ Status WatchLoop::Prepare() {
 void WatchLoop::PlanCounting(const StreamState& state, uint64_t sequential_from) {
   const uint64_t backlog =
       state.last_seq >= sequential_from ? state.last_seq - sequential_from + 1 : 0;
+  // The fold as it is now (a long-running watch has grown it since Prepare).
+  if (auto meta = fold_.ReadMeta(); meta.ok()) fold_entries_ = meta->entries;
   // Reading every entry once, in order, costs a few times less per entry
   // than a point read of one (docs/performance.md): a catch-up that
   // rewrites half the fold or more saves by skipping its reads. Never on
-  // an empty fold, whose first sync proves its keys new and counts them.
-  const bool uncounted = opt_.recount_backlog > 0 && !fold_empty_ && fold_entries_ > 0 &&
-                         backlog >= opt_.recount_backlog && backlog >= fold_entries_ / 2;
+  // an empty fold, whose first sync proves its keys new and counts them,
+  // nor with an apply hook: the watch reads each key for it and counts.
+  const bool uncounted = opt_.recount_backlog > 0 && !opt_.apply && !fold_empty_ &&
+                         fold_entries_ > 0 && backlog >= opt_.recount_backlog &&
+                         backlog >= fold_entries_ / 2;
   pipeline_.pending().set_uncounted(uncounted);
   if (uncounted && !counts_stale_) {
     Log("catching up " + std::to_string(backlog) + " messages on a fold of " +
@@ -93,7 +97,8 @@ void WatchLoop::PlanCounting(const StreamState& state, uint64_t sequential_from)
 }
 
 Status WatchLoop::RecountWhenDue(bool caught_up) {
-  if (!counts_stale_) return Status::OK();
+  // A stop is not held up by a scan of the fold: the next start recounts.
+  if (!counts_stale_ || opt_.stop.stop_requested()) return Status::OK();
   const auto& committed = pipeline_.committed();
   if (!caught_up && (recount_at_ == 0 || !committed || *committed < recount_at_)) {
     return Status::OK();
@@ -158,6 +163,7 @@ Status WatchLoop::Run() {
         counts_stale_ = meta->counts_stale;
       }
       recount_at_ = 0;
+      pipeline_.pending().set_uncounted(false);  // the next delivery decides
       new_keys_through_ = 0;
       // A restore or relist brings deadlines (and a position) of its own;
       // a reconcile only deletes keys, whose items then fall stale.

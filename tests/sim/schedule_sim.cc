@@ -140,8 +140,8 @@ class Harness {
     o.floor_check = std::chrono::milliseconds(0);
     o.repair_timeout = std::chrono::milliseconds(50);
     o.until_caught_up = true;
-    // Any catch-up of half the fold or more goes uncounted and recounts at
-    // its end, so that crashes and faults meet stale counts too.
+    // Without a hook (the exporter node) any catch-up of half the fold or
+    // more goes uncounted and recounts at its end: exports meet stale counts.
     o.recount_backlog = 1;
     o.artifacts = source_.get();
     if (std::getenv("KVFOLD_SIM_LOG") != nullptr) {
