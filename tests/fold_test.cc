@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fold_view.h"
+#include "store/exact_counts.h"
 #include "store/record_codec.h"
 #include "store/rocks_fold_env.h"
 #include "test_dir.h"
@@ -424,6 +425,28 @@ TEST_P(FoldContractTest, UncountedCommitsLeaveStaleCountsUntilARecount) {
   EXPECT_EQ(m->entries, 7u);
   EXPECT_TRUE(fold_->Recount().ok());  // nothing stale: nothing to do
   EXPECT_EQ(fold_->ReadMeta()->entries, 7u);
+}
+
+// A reader that needs numbers counts a stale fold itself, tombstones apart.
+TEST_P(FoldContractTest, AReaderCountsAStaleFoldItself) {
+  FoldCommit first;
+  first.entries["a"] = Entry{1, false, "v"};
+  first.cursor = 1;
+  ASSERT_TRUE(fold_->Commit(first).ok());
+  FoldCommit u;
+  u.entries["a"] = Entry{2, true, ""};
+  u.entries["b"] = Entry{3, false, "w"};
+  u.entries["c"] = Entry{4, false, "x"};
+  u.uncounted = true;
+  u.cursor = 4;
+  ASSERT_TRUE(fold_->Commit(u).ok());
+  auto exact = store::ReadExactMeta(*fold_);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_FALSE(exact->counts_stale);
+  EXPECT_EQ(exact->live_keys, 2u);
+  EXPECT_EQ(exact->entries, 3u);
+  EXPECT_EQ(exact->cursor, 4u);
+  EXPECT_TRUE(fold_->ReadMeta()->counts_stale);  // a reader writes nothing
 }
 
 // An empty fold counts an uncounted commit (its emptiness stays known), a

@@ -37,6 +37,9 @@ constexpr const char* kKnown[] = {
     "fold-uncounted-unmarked",        // fold: an uncounted commit leaves counts_stale unset
     "fold-recount-tombstones-live",   // fold: a recount counts tombstones as live keys
     "watch-recount-skipped",          // watcher: a catch-up's stale counts are never recounted
+    "watch-recount-before-flush",     // watcher: the recount runs beside batches in flight
+    "watch-forget-stale-fold",        // watcher: a counted catch-up forgets the fold is stale
+    "exact-counts-skip-tombstones",   // readers: a stale fold is counted without its tombstones
     "commit-before-frontier-proof",   // watcher: a batch is handed over before its frontier proof
     "audit-judge-in-flight",          // audit: a key listed after the cursor is judged
     "audit-no-message-is-kept",       // audit: no message is taken for eviction on any bucket

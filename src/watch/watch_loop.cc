@@ -92,7 +92,7 @@ void WatchLoop::PlanCounting(const StreamState& state, uint64_t sequential_from)
         " entries: the fold's counts wait for one recount at "
         "the end");
   }
-  counts_stale_ = counts_stale_ || uncounted;
+  counts_stale_ = (counts_stale_ && !KVFOLD_MUTANT("watch-forget-stale-fold")) || uncounted;
   recount_at_ = counts_stale_ ? std::max<uint64_t>(state.last_seq, 1) : 0;
 }
 
@@ -105,7 +105,8 @@ Status WatchLoop::RecountWhenDue(bool caught_up) {
   }
   pipeline_.pending().set_uncounted(false);
   // No commit may run beside it: the batches handed over land first.
-  KVFOLD_RETURN_IF_ERROR(Flush());
+  const bool flush_after = KVFOLD_MUTANT("watch-recount-before-flush");
+  if (!flush_after) KVFOLD_RETURN_IF_ERROR(Flush());
   if (!KVFOLD_MUTANT("watch-recount-skipped")) {
     const auto started = clock_.Now();
     Status s = fold_.Recount();
@@ -114,6 +115,7 @@ Status WatchLoop::RecountWhenDue(bool caught_up) {
         std::to_string(std::chrono::duration_cast<milliseconds>(clock_.Now() - started).count()) +
         " ms");
   }
+  if (flush_after) KVFOLD_RETURN_IF_ERROR(Flush());
   counts_stale_ = false;
   recount_at_ = 0;
   return Status::OK();

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <stop_token>
 #include <thread>
@@ -38,6 +40,30 @@ class WatchLiveTest : public ::testing::Test {
     fo.sync = false;  // process crashes are what these tests model
     auto f = OpenRocksFold(dir_.path() + "/" + name, fo);
     return Must(std::move(f), "opening a fold");
+  }
+
+  // An ordered delivery of all of `bucket` from its first message, on a
+  // connection of its own, for the delivery's own tests; `tune` sets the
+  // rest of its config.
+  struct OpenedDelivery {
+    std::shared_ptr<nats::NatsConnection> conn;
+    std::unique_ptr<nats::OrderedDelivery> delivery;
+  };
+  OpenedDelivery OpenDelivery(const std::string& bucket,
+                              const std::function<void(nats::OrderedDeliveryConfig*)>& tune) {
+    ConnectOptions o;
+    o.url = server_.url();
+    OpenedDelivery out;
+    out.conn = Must(nats::NatsConnection::Connect(o), "connecting");
+    nats::OrderedDeliveryConfig config;
+    config.bucket = bucket;
+    config.start.from_seq = 1;
+    config.filters = {"$KV." + bucket + ".>"};
+    tune(&config);
+    bool multi = true;
+    out.delivery =
+        Must(nats::OrderedDelivery::Open(out.conn, config, &multi), "opening a delivery");
+    return out;
   }
 
   struct Result {
@@ -503,24 +529,14 @@ TEST_F(WatchLiveTest, AnIdleWholeBucketMirrorReadsTheStreamRarely) {
 TEST_F(WatchLiveTest, SlowReaderIsNotMistakenForASilentServer) {
   kv_.CreateBucket("hb");
   for (int i = 0; i < 5; ++i) kv_.Put("hb", "k" + std::to_string(i), "v");
-  ConnectOptions o;
-  o.url = server_.url();
-  auto conn = nats::NatsConnection::Connect(o);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  nats::OrderedDeliveryConfig config;
-  config.bucket = "hb";
-  config.start.from_seq = 1;
-  config.filters = {"$KV.hb.>"};
-  config.heartbeat = milliseconds(200);
-  bool multi = true;
-  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  auto first = (*d)->Next(milliseconds(2000));
+  auto opened = OpenDelivery("hb", [](auto* c) { c->heartbeat = milliseconds(200); });
+  auto& d = opened.delivery;
+  auto first = d->Next(milliseconds(2000));
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->kind, DeliveryEvent::Kind::kMessage);
   std::this_thread::sleep_for(milliseconds(1500));  // a slow hook: 7 heartbeat intervals
   for (uint64_t seq = 2; seq <= 5; ++seq) {
-    auto next = (*d)->Next(milliseconds(2000));
+    auto next = d->Next(milliseconds(2000));
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     ASSERT_EQ(next->kind, DeliveryEvent::Kind::kMessage) << next->reason;
     EXPECT_EQ(next->message.seq, seq);
@@ -532,28 +548,18 @@ TEST_F(WatchLiveTest, SlowReaderIsNotMistakenForASilentServer) {
 TEST_F(WatchLiveTest, HeartbeatsKeepAnIdleDeliveryAlive) {
   kv_.CreateBucket("quiet");
   kv_.Put("quiet", "k", "v");
-  ConnectOptions o;
-  o.url = server_.url();
-  auto conn = nats::NatsConnection::Connect(o);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  nats::OrderedDeliveryConfig config;
-  config.bucket = "quiet";
-  config.start.from_seq = 1;
-  config.filters = {"$KV.quiet.>"};
-  config.heartbeat = milliseconds(1000);
-  bool multi = true;
-  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  auto first = (*d)->Next(milliseconds(2000));
+  auto opened = OpenDelivery("quiet", [](auto* c) { c->heartbeat = milliseconds(1000); });
+  auto& d = opened.delivery;
+  auto first = d->Next(milliseconds(2000));
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->kind, DeliveryEvent::Kind::kMessage);
   const auto end = std::chrono::steady_clock::now() + milliseconds(5000);  // 5 intervals
   while (std::chrono::steady_clock::now() < end) {
-    auto next = (*d)->Next(milliseconds(500));
+    auto next = d->Next(milliseconds(500));
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     ASSERT_EQ(next->kind, DeliveryEvent::Kind::kTimeout) << next->reason;
   }
-  EXPECT_GE((*d)->heartbeats().count, 3u);
+  EXPECT_GE(d->heartbeats().count, 3u);
 }
 
 // nats.c drops what overflows its queue and reports it once, out of band;
@@ -562,31 +568,21 @@ TEST_F(WatchLiveTest, HeartbeatsKeepAnIdleDeliveryAlive) {
 // the one dropped.
 TEST_F(WatchLiveTest, ASlowConsumerIsNoticedAtTheNextCall) {
   kv_.CreateBucket("slow");
-  ConnectOptions o;
-  o.url = server_.url();
-  auto conn = nats::NatsConnection::Connect(o);
-  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
-  nats::OrderedDeliveryConfig config;
-  config.bucket = "slow";
-  config.start.from_seq = 1;
-  config.filters = {"$KV.slow.>"};
-  config.pending_bytes_limit = 64 << 10;
-  bool multi = true;
-  auto d = nats::OrderedDelivery::Open(*conn, config, &multi);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  const uint64_t reported = (*conn)->reported();
+  auto opened = OpenDelivery("slow", [](auto* c) { c->pending_bytes_limit = 64 << 10; });
+  auto& [conn, d] = opened;
+  const uint64_t reported = conn->reported();
   kv_.Put("slow", "small.1", "v");
   kv_.Put("slow", "big", std::string(100 << 10, 'x'));  // over the bound alone: dropped
   kv_.Put("slow", "small.2", "v");                      // queued: nats.c's flag clears
   // Its report comes on nats.c's callback thread, after the drop; then
   // small.2 is queued (the server pushed it before it answers the flush).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((*conn)->reported() == reported && std::chrono::steady_clock::now() < deadline) {
+  while (conn->reported() == reported && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   std::this_thread::sleep_for(milliseconds(200));
-  ASSERT_EQ(natsConnection_FlushTimeout((*conn)->raw(), 5000), NATS_OK);
-  auto next = (*d)->Next(milliseconds(2000));
+  ASSERT_EQ(natsConnection_FlushTimeout(conn->raw(), 5000), NATS_OK);
+  auto next = d->Next(milliseconds(2000));
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   ASSERT_EQ(next->kind, DeliveryEvent::Kind::kReset) << "message " << next->message.key;
   EXPECT_EQ(next->cause, ResetCause::kSlowConsumer) << next->reason;

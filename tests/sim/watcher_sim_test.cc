@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
@@ -356,6 +357,94 @@ TEST(WatcherSimTest, StaleCountsLeftByADeathAreRecountedByTheNextRun) {
   EXPECT_LT(*m->cursor, b.last_seq());
   fold.Reattach(*memory);
   ASSERT_TRUE(Watch(b, fold, o).ok());
+  EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
+  ExpectExactCounts(fold);
+}
+
+// A long-running watch on a fold a dead run left stale recounts once caught
+// up, though its own catch-up is too small to go uncounted; so does one that
+// ends caught up.
+TEST(WatcherSimTest, AStaleFoldIsRecountedEvenWhenItsCatchUpIsCounted) {
+  for (const bool until_caught_up : {false, true}) {
+    SimBucket b;
+    for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v");
+    auto memory = NewMemoryFold();
+    FoldCommit stale;  // as a dead uncounted catch-up leaves it
+    ASSERT_TRUE(Watch(b, *memory, FastOptions()).ok());
+    stale.entries["k.0"] = Entry{b.Put("k.0", "w"), false, "w"};
+    stale.uncounted = true;
+    stale.cursor = b.last_seq();
+    ASSERT_TRUE(memory->Commit(stale).ok());
+    ASSERT_TRUE(memory->ReadMeta()->counts_stale);
+    b.Put("k.1", "w");
+    b.Delete("k.2");
+    WatchOptions o = FastOptions();
+    o.recount_backlog = 0;  // nothing goes uncounted now
+    o.until_caught_up = until_caught_up;
+    std::stop_source stop;
+    o.stop = stop.get_token();
+    o.log = [&](std::string_view line) {
+      if (line.find("recounted the fold") != std::string_view::npos) stop.request_stop();
+    };
+    std::thread give_up([&] {
+      for (int i = 0; i < 500 && !stop.stop_requested(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      stop.request_stop();
+    });
+    Status s = Watch(b, *memory, o);
+    stop.request_stop();
+    give_up.join();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(LiveEntries(*memory), b.Truth(Scope()));
+    ExpectExactCounts(*memory);
+  }
+}
+
+// Batches handed over before the recount was due land before it: the
+// recount counts them, and nothing uncounted lands after it. Messages keep
+// coming past the catch-up's head while its last batches are written
+// slowly in the background.
+TEST(WatcherSimTest, ARecountWaitsForTheBatchesInFlight) {
+  SimBucket b;
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "v");
+  auto memory = NewMemoryFold();
+  CommitLog fold(*memory);
+  WatchOptions o = FastOptions();
+  o.recount_backlog = 5;
+  ASSERT_TRUE(Watch(b, fold, o).ok());
+  for (int i = 0; i < 20; ++i) b.Put("k." + std::to_string(i), "w");
+  fold.before_commit = [](const FoldCommit& c) {
+    if (c.uncounted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  o.until_caught_up = false;
+  o.commit_in_background = true;
+  o.batch_size = 1;  // up to 8 pending beside the batch in flight
+  std::stop_source stop;
+  o.stop = stop.get_token();
+  bool more = false;
+  o.on_applied = [&](uint64_t) {  // on the watch's thread
+    if (std::exchange(more, true)) return;
+    // Past the head, more than a batch beside the one in flight: the
+    // recount falls due while a batch of them is being written.
+    for (int i = 0; i < 20; ++i) b.Put("n." + std::to_string(i), "x");
+  };
+  std::atomic<bool> recounted{false};
+  o.log = [&](std::string_view line) {
+    if (line.find("recounted the fold") != std::string_view::npos) recounted = true;
+  };
+  std::thread stopper([&] {  // once recounted and caught up (or after 5 s)
+    for (int i = 0; i < 500; ++i) {
+      auto m = memory->ReadMeta();
+      if (recounted && m.ok() && m->cursor == b.last_seq()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    stop.request_stop();
+  });
+  Status s = Watch(b, fold, o);
+  stopper.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(recounted);
   EXPECT_EQ(LiveEntries(fold), b.Truth(Scope()));
   ExpectExactCounts(fold);
 }
