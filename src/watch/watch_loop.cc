@@ -77,9 +77,9 @@ void WatchLoop::PlanCounting(const StreamState& state, uint64_t sequential_from)
       state.last_seq >= sequential_from ? state.last_seq - sequential_from + 1 : 0;
   // The fold as it is now (a long-running watch has grown it since Prepare).
   if (auto meta = fold_.ReadMeta(); meta.ok()) fold_entries_ = meta->entries;
-  // Reading every entry once, in order, costs a few times less per entry
-  // than a point read of one (docs/performance.md): a catch-up that
-  // rewrites half the fold or more saves by skipping its reads. Never on
+  // A recount of the whole fold costs about what reading the entries of
+  // half of it does (docs/performance.md): a catch-up that rewrites half
+  // the fold or more saves by skipping its reads. Never on
   // an empty fold, whose first sync proves its keys new and counts them,
   // nor with an apply hook: the watch reads each key for it and counts.
   const bool uncounted = opt_.recount_backlog > 0 && !opt_.apply && !fold_empty_ &&

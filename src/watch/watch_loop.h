@@ -273,7 +273,7 @@ class WatchLoop {
   // The fold held no entry at Prepare and nothing has been folded or
   // repaired into it since: the first state sync may prove keys new.
   bool fold_empty_ = false;
-  // The fold's entries as of the last Prepare or repair (FoldMeta::entries,
+  // The fold's entries as of the last delivery's start (FoldMeta::entries,
   // a lower bound while the counts are stale): a catch-up is sized by it.
   uint64_t fold_entries_ = 0;
   // The fold's counts are stale, or will be once the batches handed over
