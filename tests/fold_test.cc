@@ -26,6 +26,16 @@ namespace {
 
 enum class Backend { kMemory, kRocks };
 
+// A metadata value of the closed fold at `path` as RocksDB holds it
+// ("<none>" when absent), read behind the fold's back.
+std::string ReadRawMeta(const std::string& path, const std::string& name) {
+  rocksdb::DB* raw = nullptr;
+  EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), path, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string v;
+  return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(name), &v).ok() ? v : "<none>";
+}
+
 class FoldContractTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
@@ -795,13 +805,7 @@ TEST(RocksFoldTest, OlderFormatsAreUpgradedByTheirWriter) {
     c.cursor = 11;
     ASSERT_TRUE((*f)->Commit(c).ok());
   }
-  auto read_raw = [&](const std::string& name) {
-    rocksdb::DB* raw = nullptr;
-    EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), path, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    std::string v;
-    return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey(name), &v).ok() ? v : "<none>";
-  };
+  auto read_raw = [&](const std::string& name) { return ReadRawMeta(path, name); };
   // What an older kvfold left: metadata written behind the fold's back.
   auto write_raw = [&](const std::string& name, const std::string& value) {
     rocksdb::DB* raw = nullptr;
@@ -1029,14 +1033,7 @@ TEST(RocksFoldTest, StaleCountsSurviveAReopenUntilTheWriterRecounts) {
     ASSERT_TRUE((*f)->Commit(u).ok());
   }
   // Marked format 4 meanwhile, which a build without stale counts refuses.
-  auto format = [&] {
-    rocksdb::DB* raw = nullptr;
-    EXPECT_TRUE(rocksdb::DB::OpenForReadOnly(rocksdb::Options(), path, &raw).ok());
-    std::unique_ptr<rocksdb::DB> db(raw);
-    std::string v;
-    return db->Get(rocksdb::ReadOptions(), store::MetaStoreKey("format"), &v).ok() ? v : "<none>";
-  };
-  EXPECT_EQ(format(), "kvfold-fold-4");
+  EXPECT_EQ(ReadRawMeta(path, "format"), "kvfold-fold-4");
   FoldOptions ro;
   ro.read_only = true;
   {
@@ -1059,7 +1056,7 @@ TEST(RocksFoldTest, StaleCountsSurviveAReopenUntilTheWriterRecounts) {
     EXPECT_EQ(m->entries, 2u);
     EXPECT_EQ(m->cursor, 3u);
   }
-  EXPECT_EQ(format(), "kvfold-fold-3");
+  EXPECT_EQ(ReadRawMeta(path, "format"), "kvfold-fold-3");
 }
 
 // A recount over several table files (counted in parts, split at a file
