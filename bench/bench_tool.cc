@@ -6,6 +6,7 @@
 // writes into it.
 //
 //   kvfold_bench_tool load     --server URL --bucket B --keys N [--first I] [--value-bytes 100]
+//                              [--order sorted|shuffled]
 //                              [--history H] [--max-msgs M]
 //   kvfold_bench_tool raw      --server URL --bucket B
 //   kvfold_bench_tool naive    --server URL --bucket B --db DIR
@@ -34,6 +35,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,8 +160,15 @@ int Load(const Args& a) {
   kvStore_Destroy(kv);
   const long long n = a.Int("keys"), first = a.Int("first", "0");
   std::string value(static_cast<size_t>(a.Int("value-bytes", "100")), 'v');
+  // --order shuffled: the same keys in a random order (a fixed seed), as
+  // updates to a real bucket arrive, instead of in key order.
+  std::vector<long long> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), first);
+  const std::string ordering = a.Get("order", "sorted");
+  if (ordering != "sorted" && ordering != "shuffled") Die("load: --order is sorted or shuffled");
+  if (ordering == "shuffled") std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
   char subject[256];
-  for (long long i = first; i < first + n; ++i) {
+  for (const long long i : order) {
     std::snprintf(subject, sizeof subject, "$KV.%s.k%09lld", bucket.c_str(), i);
     const std::string tag = std::to_string(i);
     std::memcpy(value.data(), tag.data(), std::min(tag.size(), value.size()));

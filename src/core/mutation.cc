@@ -79,6 +79,7 @@ constexpr const char* kKnown[] = {
     "watch-trust-unanchored",             // watcher: a fold with data and no cursor is trusted
     "restore-cursor-every-chunk",         // restore: the cursor moves before the final commit
     "restore-skip-verify-pass",           // restore: writes before the whole artifact verified
+    "restore-skip-listing",               // restore: a fold-only key is judged without the listing
     "fold-cursor-backward",               // stores: the cursor may move backward
     "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
     "pending-counts-past-unknown",        // batch: counts stated past an unread entry before

@@ -107,7 +107,10 @@ StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
   if (done_) return nullptr;
   page_.clear();
   pos_ = 0;
-  constexpr size_t kPage = 1024;
+  // Each page is a new iterator, whose reads start without readahead: a
+  // page of keys alone is 16 times longer (a restore's walk of 1M keys
+  // took 20% less CPU), one with values stays small.
+  const size_t kPage = values_ ? 1024 : 16384;
   size_t seen = 0;
   std::string last;
   Status s = fold_.ScanFrom(next_start_, true, [&](std::string_view k, const Entry& e) {

@@ -2,10 +2,12 @@
 //
 // Nothing reaches the fold before the artifact's every chunk verified and
 // its conditions held twice (before the download, and against fresh
-// retention after it and after the listing). Both sides are then walked in
-// key order, chunk by chunk, each chunk committing under the old cursor;
-// the cursor moves to the artifact's only in the final commit, so a crash
-// mid-restore re-runs it, and re-running it changes nothing already done.
+// retention after it). Both sides are then walked in key order, chunk by
+// chunk, each chunk committing under the old cursor; the cursor moves to
+// the artifact's only in the final commit, so a crash mid-restore re-runs
+// it, and re-running it changes nothing already done. The key listing is
+// taken (and retention checked again after it) when the walk meets the
+// first live fold key the artifact lacks, the only keys it decides.
 
 #include <algorithm>
 #include <vector>
@@ -31,10 +33,11 @@ using std::chrono::milliseconds;
 constexpr milliseconds kRestoreWaitMin{1000};
 constexpr milliseconds kRestoreWaitMax{30000};
 
-// One attempt, pass by pass: check, verify (walking the fold beside the
-// artifact), list if a fold key is missing from it, check again, merge
-// chunk by chunk, final commit. *retry says whether a failure may pass
-// with time (no usable artifact yet) rather than being a fault of the fold.
+// One attempt, pass by pass: check, verify the artifact, check again,
+// merge chunk by chunk (listing once if a live fold key is missing from
+// the artifact, and checking again), final commit. *retry says whether a
+// failure may pass with time (no usable artifact yet) rather than being a
+// fault of the fold.
 class RestoreAttempt {
  public:
   RestoreAttempt(RepairContext& ctx, const RestoreRequest& req, const ArtifactManifest& m,
@@ -52,15 +55,14 @@ class RestoreAttempt {
   // The artifact's conditions against fresh stream state; `when` names
   // the moment in the error.
   StatusOr<StreamState> Check(const char* when);
-  // (e) The whole artifact verifies before the fold is touched. The same
-  // pass walks the fold beside it: only a live key the artifact lacks
-  // needs the key listing (the fold does not change until this repair
-  // writes, so what this finds holds for the pass that writes).
+  // (e) The whole artifact verifies before the fold is touched.
   Status VerifyPass();
   // Keys only the fold holds are deleted only if the bucket does not list
   // them live; the listing is a proof only while nothing after the
-  // artifact's cursor has been evicted, so retention is read again after it.
-  Status ListIfNeeded();
+  // artifact's cursor has been evicted, so retention is read again after
+  // it. Taken once, when the merge meets the first such key: a fold the
+  // artifact covers (the usual case) is walked once, and lists nothing.
+  Status ListOnce();
   // Merges chunk by chunk, one commit each, under the old cursor.
   Status MergePass(ChangeWriter& writer, FoldWalker& walker);
   // Writes the merge of one key (the fold's entry, the artifact's).
@@ -82,7 +84,7 @@ class RestoreAttempt {
   RestoreResult* out_;
   bool* retry_;
   int64_t marker_ttl_ns_ = 0;  // as the last check measured it
-  bool fold_only_live_ = false;
+  bool listed_once_ = false;
   ListedKeys listed_;
   uint64_t listing_revision_ = 0;
   StreamState checked_;  // the last check's stream state
@@ -94,7 +96,6 @@ Status RestoreAttempt::Run() {
   KVFOLD_RETURN_IF_ERROR(VerifyPass());
   if (out_->stopped) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(Check("after the download").status());
-  KVFOLD_RETURN_IF_ERROR(ListIfNeeded());
   // From here on the fold changes: only its own faults are final.
   // One commit per artifact chunk (chunks bound its size): a restore of a
   // million keys is a few dozen fsyncs, not a thousand.
@@ -144,59 +145,35 @@ Status RestoreAttempt::VerifyPass() {
   std::string previous;
   uint64_t entries = 0;
   artifact::FoldDigest digest;
-  FoldWalker walker(ctx_.fold, req_.scope, /*values=*/false);
-  Status fold_error;
-  // Passes the fold keys before `bound` (all when nullptr), noting whether
-  // one of them is live: the artifact lacks it.
-  auto find_fold_only_live = [&](const std::string_view* bound) -> Status {
-    while (!fold_only_live_) {
-      auto f = walker.Peek();
-      if (!f.ok()) return fold_error = f.status();
-      if (*f == nullptr) return Status::OK();
-      if (bound != nullptr && (*f)->first >= *bound) {
-        if ((*f)->first == *bound) walker.Pop();
-        return Status::OK();
-      }
-      if (!(*f)->second.deleted) fold_only_live_ = true;
-      walker.Pop();
-    }
-    return Status::OK();
-  };
-  if (KVFOLD_MUTANT("restore-skip-verify-pass")) {
-    fold_only_live_ = true;  // list, as if the fold had a key of its own
-    entries = m_.entry_count;
-  }
-  for (size_t i = 0; i < m_.chunks.size() && !KVFOLD_MUTANT("restore-skip-verify-pass"); ++i) {
-    Status read = ctx_.artifacts->ReadChunk(
+  if (KVFOLD_MUTANT("restore-skip-verify-pass")) return Status::OK();
+  for (size_t i = 0; i < m_.chunks.size(); ++i) {
+    KVFOLD_RETURN_IF_ERROR(ctx_.artifacts->ReadChunk(
         m_, i, &previous, [&](std::string_view key, uint64_t rev, std::string_view, int64_t) {
           ++entries;
           digest.Add(key, rev);
-          return find_fold_only_live(&key);
-        });
-    if (!fold_error.ok()) return Final(fold_error);
-    KVFOLD_RETURN_IF_ERROR(read);
+          return Status::OK();
+        }));
     if (ctx_.stop.stop_requested()) {
       out_->stopped = true;
       return Status::OK();
     }
   }
-  KVFOLD_RETURN_IF_ERROR(Final(find_fold_only_live(nullptr)));
   if (entries != m_.entry_count) {
     return Status::Corruption("artifact " + m_.artifact_id + " lists " +
                               std::to_string(m_.entry_count) + " entries but its chunks hold " +
                               std::to_string(entries));
   }
-  if (KVFOLD_MUTANT("restore-skip-verify-pass")) return Status::OK();
   return artifact::CheckFoldDigest(m_.fold_digest, digest.Value(),
                                    "the records of artifact " + m_.artifact_id);
 }
 
-Status RestoreAttempt::ListIfNeeded() {
-  if (!fold_only_live_) return Status::OK();
+Status RestoreAttempt::ListOnce() {
+  if (listed_once_ || KVFOLD_MUTANT("restore-skip-listing")) return Status::OK();
   KVFOLD_RETURN_IF_ERROR(ctx_.source.ListKeys(
       req_.scope, [this](std::string_view key, uint64_t) { return listed_.Add(key); },
       &listing_revision_));
   KVFOLD_RETURN_IF_ERROR(Check("after the key listing").status());
+  listed_once_ = true;
   out_->listed = listed_.size();
   return Status::OK();
 }
@@ -206,11 +183,8 @@ Status RestoreAttempt::MergeKey(ChangeWriter& writer, const std::string& key,
   bool live = false;
   uint64_t delete_revision = listing_revision_;
   if (fold && !art && !fold->deleted) {
-    if (!fold_only_live_) {
-      return Final(Status::Internal("restore: fold key " + key +
-                                    " is not in the artifact, but the verification pass found "
-                                    "none"));
-    }
+    // Not final: the bucket's side may pass with time.
+    KVFOLD_RETURN_IF_ERROR(ListOnce());
     auto c =
         LiveInBucket(ctx_.source, listed_, key, listing_revision_, &delete_revision, m_.cursor + 1);
     if (!c.ok()) return c.status();

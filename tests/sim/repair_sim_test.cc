@@ -1867,6 +1867,52 @@ TEST(RepairSimTest, RestoreReadFailureMidChunkNeverShowsTheHookAChangeTwice) {
   ExpectEachChangeHookedOnce(calls);
 }
 
+// The key listing is taken when the merge meets the first live fold key
+// the artifact lacks, after the chunks before it were committed (under the
+// old cursor). Retention read after the listing fails once: the attempt
+// ends there, the next one finds those chunks done, and converges with
+// each change shown to the hook once.
+TEST(RepairSimTest, AListingMidMergeThatFailsIsRetriedOverTheChunksAlreadyMerged) {
+  SimBucket b;
+  b.SetMaxMsgs(25);
+  Artifacts arts;
+  Node a, nb;
+  b.Put("z.del", "deleted in the gap");
+  for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
+  ASSERT_TRUE(RunNode(b, a).ok());
+  ASSERT_TRUE(RunNode(b, nb).ok());
+  for (int round = 1; round <= 8; ++round) {
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
+    if (round == 5) b.Delete("z.del");
+    ASSERT_TRUE(RunNode(b, a).ok());
+  }
+  arts.Export(*a.fold, /*chunk_bytes=*/64);  // k.* over several chunks, then the fold's z.del
+  Entry k0_artifact;
+  ASSERT_TRUE(a.fold->Get("k.0", &k0_artifact).ok());
+  int listings = 0;
+  bool merged_before_listing = false;
+  b.before_request = [&](std::string_view request) {
+    if (request != "list_keys" || listings++ > 0) return;
+    Entry k0;
+    merged_before_listing = nb.fold->Get("k.0", &k0).ok() && k0 == k0_artifact;
+    b.FailNextCalls(1);  // the retention read after the listing
+  };
+  HookCalls calls;
+  WatchOptions o = Fast();
+  o.artifacts = arts.source();
+  o.repair_timeout = std::chrono::seconds(30);
+  Status s = RunNode(b, nb, o, nullptr, CountHookCalls(&calls));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(merged_before_listing) << "the listing came before the first chunk was merged";
+  EXPECT_GE(listings, 2);  // the failed attempt's, then the retried one's
+  EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kDone), 1u);
+  ExpectConverged(b, nb);
+  Entry z;
+  ASSERT_TRUE(nb.fold->Get("z.del", &z).ok());
+  EXPECT_TRUE(z.deleted);
+  ExpectEachChangeHookedOnce(calls);
+}
+
 TEST(RepairSimTest, RelistReadFailureMidBatchNeverShowsTheHookAChangeTwice) {
   SimBucket b;
   Node n;
