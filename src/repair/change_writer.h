@@ -87,8 +87,8 @@ class ChangeWriter {
 };
 
 // A fold's entries in key order, page by page (bounded memory), skipping
-// keys outside `scope`. Pages are read after earlier pages' changes were
-// committed; a repair only writes keys it has already passed.
+// keys outside `scope`. A repair writes only keys it has already passed,
+// so a page read before those writes land still holds what it needs.
 class FoldWalker {
  public:
   // Without `values`, entries come with empty values (a pass that only

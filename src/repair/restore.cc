@@ -181,7 +181,7 @@ Status RestoreAttempt::ListOnce() {
 Status RestoreAttempt::MergeKey(ChangeWriter& writer, const std::string& key,
                                 const std::optional<Entry>& fold, const std::optional<Entry>& art) {
   bool live = false;
-  uint64_t delete_revision = listing_revision_;
+  uint64_t delete_revision = 0;  // read only for a live key the artifact lacks
   if (fold && !art && !fold->deleted) {
     // Not final: the bucket's side may pass with time.
     KVFOLD_RETURN_IF_ERROR(ListOnce());

@@ -856,21 +856,12 @@ void Node::Repair(const State& s) {
           }
           r.mode = Mode::kRestore;
           r.restore_cursor = r.artifact;
-          // The verification pass: the listing is needed only for a live
-          // fold key the artifact lacks.
-          bool fold_only_live = false;
-          for (int k = 0; k < bounds_.keys; ++k) {
-            const auto& f = r.fold[k];
-            if (f && !f->deleted && !TruthAt(r, k, r.restore_cursor)) fold_only_live = true;
-          }
-          if (fold_only_live) {
-            r.phase = Phase::kListing;
-            r.listing_revision = LastSeq(r);
-          } else {
-            r.phase = Phase::kWalk;
-            r.restore_evicted = Manifest(r, r.restore_cursor).eviction_observed || r.memo ||
-                                ClassifyRetention(st, false).has_evicted;
-          }
+          // The walk begins at once; the listing waits for the first live
+          // fold key the artifact lacks (RestoreAttempt::ListOnce).
+          r.phase = Phase::kWalk;
+          r.step = 0;
+          r.restore_evicted = Manifest(r, r.restore_cursor).eviction_observed || r.memo ||
+                              ClassifyRetention(st, false).has_evicted;
           Emit(with, std::move(r));
         }
         return;
@@ -903,17 +894,19 @@ void Node::Repair(const State& s) {
       const ArtifactManifest m = Manifest(n, n.restore_cursor);
       const Status ok = core::CheckRestore(m, Target(n));
       if (!ok.ok()) {
+        // What the walk committed before the listing stays under the old
+        // cursor, as after a crash: a later attempt merges over it.
         State r = n;
-        const bool wrote = r.repair_writes > 0;
         ResetMemory(r);
-        return Emit("listing ends: restore refused: " + ok.ToString(), std::move(r),
-                    wrote ? "a refused restore had written to the fold" : "");
+        return Emit("listing ends: restore refused: " + ok.ToString(), std::move(r));
       }
       n.restore_evicted =
           m.eviction_observed || n.memo || ClassifyRetention(after, false).has_evicted;
     }
     n.phase = Phase::kWalk;
-    n.step = 0;
+    // A relist lists before its walk; a restore goes on from the key that
+    // needed the listing.
+    if (n.mode == Mode::kRelist) n.step = 0;
     return Emit("listing ends", std::move(n));
   }
 
@@ -931,9 +924,13 @@ void Node::Repair(const State& s) {
     uint64_t delete_revision = s.listing_revision;
     if (fold && !art && !fold->deleted) {
       if (restore && s.listing_revision == 0) {
-        return Emit("restore " + key, s,
-                    "restore met a live fold key the artifact lacks that its verification "
-                    "pass did not see");
+        State n = s;
+        n.phase = Phase::kListing;
+        n.step = static_cast<uint8_t>(k);
+        n.listing_revision = LastSeq(n);
+        return Emit("restore " + key + ": a live fold key the artifact lacks: listing through " +
+                        std::to_string(n.listing_revision),
+                    std::move(n));
       }
       WorldSource source(s);
       repair::ListedKeys listed(1 << 16, "");

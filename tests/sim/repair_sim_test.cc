@@ -1868,33 +1868,39 @@ TEST(RepairSimTest, RestoreReadFailureMidChunkNeverShowsTheHookAChangeTwice) {
 }
 
 // The key listing is taken when the merge meets the first live fold key
-// the artifact lacks, after the chunks before it were committed (under the
-// old cursor). Retention read after the listing fails once: the attempt
-// ends there, the next one finds those chunks done, and converges with
-// each change shown to the hook once.
+// the artifact lacks (k.4z, between k.4 and k.5): the chunks before it are
+// committed (under the old cursor), the keys after it not yet. Retention
+// read after the listing fails once, and a newer artifact is published
+// meanwhile: the next attempt merges it over what the first one wrote,
+// and the hook sees each change once.
 TEST(RepairSimTest, AListingMidMergeThatFailsIsRetriedOverTheChunksAlreadyMerged) {
   SimBucket b;
   b.SetMaxMsgs(25);
   Artifacts arts;
   Node a, nb;
-  b.Put("z.del", "deleted in the gap");
+  b.Put("k.4z", "deleted in the gap");
   for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v0");
   ASSERT_TRUE(RunNode(b, a).ok());
   ASSERT_TRUE(RunNode(b, nb).ok());
   for (int round = 1; round <= 8; ++round) {
     for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v" + std::to_string(round));
-    if (round == 5) b.Delete("z.del");
+    if (round == 5) b.Delete("k.4z");
     ASSERT_TRUE(RunNode(b, a).ok());
   }
-  arts.Export(*a.fold, /*chunk_bytes=*/64);  // k.* over several chunks, then the fold's z.del
+  arts.Export(*a.fold, /*chunk_bytes=*/1);  // a chunk per key
   Entry k0_artifact;
   ASSERT_TRUE(a.fold->Get("k.0", &k0_artifact).ok());
   int listings = 0;
-  bool merged_before_listing = false;
+  bool merged_before_listing = false, k9_after_listing = false;
   b.before_request = [&](std::string_view request) {
     if (request != "list_keys" || listings++ > 0) return;
-    Entry k0;
+    Entry k0, k9;
     merged_before_listing = nb.fold->Get("k.0", &k0).ok() && k0 == k0_artifact;
+    k9_after_listing = nb.fold->Get("k.9", &k9).ok() && k9.value == "v0";
+    // A newer artifact for the next attempt, then the failure.
+    for (int i = 0; i < 10; ++i) b.Put("k." + std::to_string(i), "v9");
+    ASSERT_TRUE(RunNode(b, a).ok());
+    arts.Export(*a.fold, /*chunk_bytes=*/1);
     b.FailNextCalls(1);  // the retention read after the listing
   };
   HookCalls calls;
@@ -1904,12 +1910,13 @@ TEST(RepairSimTest, AListingMidMergeThatFailsIsRetriedOverTheChunksAlreadyMerged
   Status s = RunNode(b, nb, o, nullptr, CountHookCalls(&calls));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(merged_before_listing) << "the listing came before the first chunk was merged";
+  EXPECT_TRUE(k9_after_listing) << "k.9 was merged before the listing";
   EXPECT_GE(listings, 2);  // the failed attempt's, then the retried one's
   EXPECT_EQ(Repairs(nb, RepairKind::kRestore, RepairOutcome::kDone), 1u);
   ExpectConverged(b, nb);
-  Entry z;
-  ASSERT_TRUE(nb.fold->Get("z.del", &z).ok());
-  EXPECT_TRUE(z.deleted);
+  Entry gone;
+  ASSERT_TRUE(nb.fold->Get("k.4z", &gone).ok());
+  EXPECT_TRUE(gone.deleted);
   ExpectEachChangeHookedOnce(calls);
 }
 
