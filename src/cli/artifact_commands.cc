@@ -433,7 +433,8 @@ Runner AddExportCommand(CLI::App& app) {
       ->check(kArtifactLocation);
   cmd->add_option("--sign-key", f->sign_key, "PEM Ed25519 private key to sign the manifest")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--keep", f->keep, "after exporting, prune to the newest K artifacts");
+  cmd->add_option("--keep", f->keep, "after exporting, prune to the newest K artifacts")
+      ->check(kCount);
   cmd->add_option("--min-age", f->min_age,
                   "with --keep, never prune an artifact younger than this (a seed may be "
                   "reading it), e.g. 0s, 30m, 2h (default 1h)");

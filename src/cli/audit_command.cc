@@ -121,7 +121,8 @@ Runner AddAuditCommand(CLI::App& app) {
                   "reads of a key's last message per second, one per fold key the listing did "
                   "not name (0: unpaced, else at least 0.01; default 100)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--show", f->max_named, "how many divergent keys to name (default 20)");
+  cmd->add_option("--show", f->max_named, "how many divergent keys to name (default 20)")
+      ->check(kCount);
   cmd->add_flag("--values", f->values,
                 "also compare values, where the fold holds a key at the revision of the bucket's "
                 "last message of it (reads every value in scope once: a state-sync delivery)");

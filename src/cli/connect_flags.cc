@@ -188,6 +188,13 @@ const CLI::Validator kArtifactLocation(
     },
     "LOCATION");
 
+const CLI::Validator kCount(
+    [](std::string& text) -> std::string {
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) return {};
+      return "\"" + text + "\" is not a whole number (0 or more)";
+    },
+    "COUNT");
+
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool allow_zero) {
   uint64_t n = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);

@@ -53,6 +53,10 @@ Status FillFlagsFromEnvironment(CLI::App* cmd, std::span<const EnvFlag> flags);
 // refuses.
 extern const CLI::Validator kArtifactLocation;
 
+// Refuses at parse time (exit 2) a count that is not digits alone: CLI11
+// reads "-1" into an unsigned flag as its largest value.
+extern const CLI::Validator kCount;
+
 // "30s", "5m", "1h", "250ms" -> milliseconds; InvalidArgument otherwise,
 // also for zero (unless `allow_zero`) and for more than about 10 years.
 StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text, bool allow_zero = false);

@@ -460,10 +460,11 @@ Runner AddMirrorCommand(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--until-caught-up", flags->until_caught_up,
                 "exit 0 once the fold reached the stream's last sequence at start");
-  cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)");
+  cmd->add_option("--batch", flags->batch, "changes per commit (default 1000)")->check(kCount);
   cmd->add_option("--sync-run-kib", flags->sync_run_kib,
                   "KiB of keys and values per run of a first sync into an empty fold, each "
-                  "linked in as one table file (default 4096)");
+                  "linked in as one table file (default 4096)")
+      ->check(kCount);
   cmd->add_option("--recount-backlog", flags->recount_backlog,
                   "a catch-up of at least N messages and half the fold's entries skips the "
                   "per-key count reads and recounts the fold once caught up; 0: never "
@@ -478,7 +479,8 @@ Runner AddMirrorCommand(CLI::App& app) {
                   "KV bucket holding the export lease (default kvfold-leases)");
   cmd->add_option("--sign-key", flags->sign_key, "PEM Ed25519 key to sign exported manifests")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--keep", flags->keep, "after each export, prune to the newest K artifacts");
+  cmd->add_option("--keep", flags->keep, "after each export, prune to the newest K artifacts")
+      ->check(kCount);
   cmd->add_option("--repair", flags->repair,
                   "expiry repair: auto (default; relist where the key listing is the truth, "
                   "else restore; never lossy), relist, restore, none (warns: deleted or "

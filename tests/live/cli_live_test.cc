@@ -227,6 +227,14 @@ TEST_F(CliLiveTest, UsageErrorsExitTwoAndHelpExitsZero) {
            {},
            {"mirror", "--bucket", "b", "--fold", "f"},  // no --server
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--batch", "0"},
+           // CLI11 alone reads a negative count as the type's largest value.
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--batch",
+            "-1"},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--keep", "-2"},
+           {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(),
+            "--sync-run-kib", "-1"},
+           {"export", "--fold", Fold(), "--to", "dir:x", "--keep", "-1"},
+           {"audit", "--fold", Fold(), "--server", server_.url(), "--show", "-1"},
            {"mirror", "--server", server_.url(), "--bucket", "b", "--fold", Fold(), "--scope",
             "a b"},
            {"mirror", "--server", server_.url(), "--bucket", "b.c", "--fold", Fold()},
