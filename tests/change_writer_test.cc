@@ -80,5 +80,36 @@ TEST(ChangeWriterTest, AKeyThatComesAgainInABatchIsCountedOnceAndItsLastEntryWin
   EXPECT_EQ(m->live_keys, 6u);
 }
 
+// A walk yields the keys in scope, each once and in order, whatever lies
+// out of scope between and after them: the next page starts after the
+// last key read, in scope or not (starting after the last one in scope
+// would read the same out-of-scope run again, for ever). More than 16
+// pages of out-of-scope keys in a row end a page on them.
+TEST(FoldWalkerTest, AWalkYieldsEachKeyInScopeOnceAcrossOutOfScopeRuns) {
+  std::unique_ptr<Fold> fold = NewMemoryFold();
+  FoldCommit c;
+  c.cursor = 1;
+  uint64_t rev = 0;
+  for (const char* k : {"a.1", "a.2", "z.1"}) c.entries[k] = Entry{++rev, false, "v"};
+  for (int i = 0; i < 20000; ++i)
+    c.entries["m." + std::to_string(100000 + i)] = Entry{++rev, false, "v"};
+  for (int i = 0; i < 300; ++i) c.entries["zz." + std::to_string(i)] = Entry{++rev, false, "v"};
+  ASSERT_TRUE(fold->Commit(c).ok());
+  const Scope scope = *Scope::Make({"a.", "z.1"});
+  for (bool values : {false, true}) {
+    FoldWalker walker(*fold, scope, values);
+    std::vector<std::string> seen;
+    for (int peeks = 0; peeks < 100; ++peeks) {
+      auto next = walker.Peek();
+      ASSERT_TRUE(next.ok()) << next.status().ToString();
+      if (*next == nullptr) break;
+      seen.push_back((*next)->first);
+      EXPECT_EQ((*next)->second.value, values ? "v" : "") << (*next)->first;
+      walker.Pop();
+    }
+    EXPECT_EQ(seen, (std::vector<std::string>{"a.1", "a.2", "z.1"})) << "values " << values;
+  }
+}
+
 }  // namespace
 }  // namespace kvfold::repair

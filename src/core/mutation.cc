@@ -80,6 +80,9 @@ constexpr const char* kKnown[] = {
     "restore-cursor-every-chunk",         // restore: the cursor moves before the final commit
     "restore-skip-verify-pass",           // restore: writes before the whole artifact verified
     "restore-skip-listing",               // restore: a fold-only key is judged without the listing
+    "restore-skip-check-after-listing",   // restore: the artifact is not checked again after it
+    "restore-verify-order-per-chunk",     // restore: key order is checked within chunks only
+    "walker-next-page-after-scope",       // repair: a page starts after the last key in scope
     "fold-cursor-backward",               // stores: the cursor may move backward
     "fold-message-ignore-revision",       // core: an older message overwrites a newer entry
     "pending-counts-past-unknown",        // batch: counts stated past an unread entry before

@@ -114,8 +114,8 @@ StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
   size_t seen = 0;
   std::string last;
   Status s = fold_.ScanFrom(next_start_, true, [&](std::string_view k, const Entry& e) {
-    last.assign(k);
     ++seen;
+    if (!KVFOLD_MUTANT("walker-next-page-after-scope") || scope_.Contains(k)) last.assign(k);
     if (scope_.Contains(k)) {
       page_.emplace_back(std::string(k),
                          values_ ? e : Entry{e.revision, e.deleted, {}, e.expires_ns});

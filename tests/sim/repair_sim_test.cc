@@ -1052,6 +1052,28 @@ TEST(RepairSimTest, AnArtifactThatDisagreesWithItsFoldDigestIsRefusedBeforeAnyWr
   EXPECT_EQ(t.nb.by_origin[ChangeOrigin::kRestore], 0);
 }
 
+// An artifact whose chunks are listed out of key order (each in order by
+// itself; a manifest without a fold digest, as older exporters wrote) is
+// refused by the verification pass, which checks the order across chunk
+// boundaries, before the merge writes a chunk.
+TEST(RepairSimTest, AnArtifactWhoseChunksAreOutOfOrderIsRefusedBeforeAnyWrite) {
+  BehindAndArtifact t;
+  t.b.Put("k.0", "v5");
+  ASSERT_TRUE(RunNode(t.b, t.a).ok());
+  t.arts.Export(*t.a.fold, /*chunk_bytes=*/1);  // a chunk per key
+  t.arts.RewriteNewestManifest([](wire::Manifest* m) {
+    ASSERT_GE(m->chunks_size(), 2);
+    m->clear_fold_digest();
+    m->mutable_chunks()->SwapElements(0, 1);
+  });
+  const auto before = LiveEntries(*t.nb.fold);
+  Status s = RunNode(t.b, t.nb, t.Options());
+  EXPECT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("order"), std::string::npos) << s.ToString();
+  EXPECT_EQ(LiveEntries(*t.nb.fold), before);
+  EXPECT_EQ(t.nb.by_origin[ChangeOrigin::kRestore], 0);
+}
+
 // SPEC §5 Relist: retention is read again after the listing. A bucket that
 // began evicting while the listing ran may have left a live key out of it
 // (the key aged out): the listing proves nothing then, the relist is
@@ -1539,6 +1561,40 @@ TEST(RepairSimTest, ArtifactOlderThanTheMarkerTtlIsNotRestored) {
   ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
   EXPECT_NE(s.message().find("marker"), std::string::npos) << s.message();
   EXPECT_EQ(LiveEntries(*b.fold), entries_before);
+}
+
+// SPEC §5 Restore: retention is checked again after the key listing. The
+// artifact is current when the restore begins; while the listing (which
+// the fold's q.x, gone from the artifact, calls for) runs, the artifact's
+// "ttl" expires and its marker comes and goes. Restoring it anyway would
+// keep "ttl" live for ever (the resume sees nothing of it): the check
+// after the listing refuses the artifact.
+TEST(RepairSimTest, AnArtifactThatAgesOutOfTheMarkerWindowDuringTheListingIsRefused) {
+  TtlBucket t(std::chrono::seconds(2));
+  for (int i = 0; i < 5; ++i) t.b.Put("p." + std::to_string(i), "v");
+  t.b.Put("q.x", "v");
+  Node a, b;
+  t.Start(a);
+  t.Start(b);  // b holds q.x
+  t.b.Delete("q.x");
+  t.b.AdvanceTime(std::chrono::seconds(10));  // b's anchor is older than the marker TTL
+  t.b.PutWithTtl("ttl", "v", std::chrono::seconds(3));
+  ASSERT_TRUE(RunNode(t.b, a, t.Options()).ok());
+  Artifacts arts;
+  arts.Export(*a.fold);  // current: "ttl" live, q.x gone
+  int listings = 0;
+  t.b.during_listing = [&] {
+    if (listings++ == 0) t.b.AdvanceTime(std::chrono::seconds(10));  // "ttl" and its marker go
+  };
+  WatchOptions o = t.Options(ExpiryRepair::kRestore);
+  o.artifacts = arts.source();
+  o.repair_timeout = std::chrono::seconds(5);
+  Status s = RunNode(t.b, b, o);
+  EXPECT_GE(listings, 1);
+  ASSERT_TRUE(s.IsCursorExpired()) << s.ToString();
+  EXPECT_NE(s.message().find("after the key listing"), std::string::npos) << s.message();
+  EXPECT_EQ(LiveEntries(*b.fold).count("ttl"), 0u);
+  EXPECT_TRUE(b.violations.empty()) << b.violations.front();
 }
 
 // An artifact at the stream's last sequence is current whatever its age:
