@@ -108,8 +108,8 @@ StatusOr<const std::pair<std::string, Entry>*> FoldWalker::Peek() {
   page_.clear();
   pos_ = 0;
   // Each page is a new iterator, whose reads start without readahead: a
-  // page of keys alone is 16 times longer (a restore's walk of 1M keys
-  // took 20% less CPU), one with values stays small.
+  // page of keys alone is 16 times longer (a restore over a 1M-key fold
+  // took 8% less CPU), one with values stays small.
   const size_t kPage = values_ ? 1024 : 16384;
   size_t seen = 0;
   std::string last;
