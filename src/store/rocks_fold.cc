@@ -705,6 +705,16 @@ Status RocksFold::IngestStaged(std::vector<std::string> files,
     if (!s.ok()) return FromRocks(s, "staging the metadata of fold " + path_);
     files.push_back(meta_file);
   }
+  // RocksDB syncs an ingestion's manifest write whatever the fold's sync
+  // option; a commit before it, in the log, is synced first, or a power
+  // cut could keep the run without it (an older commit lost under a newer).
+  if (!options_.sync && !KVFOLD_MUTANT("fold-ingest-before-log-synced")) {
+    s = db_->SyncWAL();
+    if (!s.ok()) {
+      write_error_ = s.ToString();  // a failed fsync: stop, as Write does
+      return Stopped();
+    }
+  }
   rocksdb::IngestExternalFileOptions ingest;
   ingest.move_files = true;           // hard links: the staged files are the fold's
   ingest.write_global_seqno = false;  // no write into a linked file

@@ -99,5 +99,45 @@ TEST(FailedSyncTest, TheFoldStopsAndARestartRecoversWhatIsDurable) {
   }
 }
 
+// FoldOptions::sync = false may lose the newest commits, never an older
+// one under a newer. A run of a first sync lands by an ingestion, whose
+// manifest write RocksDB syncs whatever the fold's option; the commits
+// before it went only to the log, unsynced. A power cut must not keep the
+// run and its cursor without them: here the bucket, scope and stream
+// identity, without which the next start would take any stream as this
+// one (SPEC §3, stream identity).
+TEST(FailedSyncTest, AnUnsyncedFoldKeepsARunOnlyWithTheCommitsBeforeIt) {
+  sim::FaultEnv env;
+  Open(env).reset();  // created and closed: its format marker is in a table
+  FoldOptions unsynced;
+  unsynced.sync = false;
+  auto opened = store::OpenRocksFoldOnEnv("/fold", unsynced, env.env());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto fold = std::move(opened).value();
+  FoldCommit identity;  // what a watch commits before its first run
+  identity.bucket = "cfg";
+  identity.scope = std::vector<std::string>{""};
+  identity.stream_created = "2026-01-01T00:00:00Z";
+  ASSERT_TRUE(fold->Commit(identity).ok());
+  FoldCommit run;
+  run.entries["a"] = Entry{5, false, "v5"};
+  run.counts = FoldCommit::CountChange{1, 1};
+  run.new_keys = true;
+  run.cursor = 5;
+  Status landed = fold->Commit(run);
+  ASSERT_TRUE(landed.ok()) << landed.ToString();
+  env.CutPower();
+  fold.reset();
+  env.Restart();
+  fold = Open(env);
+  ASSERT_NE(fold, nullptr);
+  auto meta = fold->ReadMeta();
+  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+  ASSERT_TRUE(meta->cursor.has_value()) << "the run's ingestion was synced";
+  EXPECT_EQ(meta->bucket, "cfg") << "the run outlived an older commit";
+  EXPECT_EQ(meta->stream_created, "2026-01-01T00:00:00Z");
+  EXPECT_TRUE(LiveEntries(*fold).contains("a"));
+}
+
 }  // namespace
 }  // namespace kvfold

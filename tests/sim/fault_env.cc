@@ -130,6 +130,9 @@ class FaultFile final : public rocksdb::FSWritableFileOwnerWrapper {
   IOStatus Fsync(const IOOptions& o, IODebugContext* d) override {
     return Synced([&] { return target()->Fsync(o, d); });
   }
+  // As a file on disk: a sync may run beside an append (DB::SyncWAL), and
+  // both take the state's lock here.
+  bool IsSyncThreadSafe() const override { return true; }
   IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* d) override {
     std::lock_guard lock(state_->mu);
     if (state_->dead) return IOStatus::OK();
