@@ -37,6 +37,27 @@ for n in "${sizes[@]}"; do
 done
 
 last=${sizes[-1]} prev=${sizes[-2]}
+# With --profile: one more first sync at each of the two largest sizes
+# under heaptrack, and what its heap held at the peak, by owner
+# (bench/heap_stages), before the largest bucket takes more messages.
+: >"$work/heaped"
+if [ "$profile" = 1 ]; then
+  for n in "$prev" "$last"; do
+    log "scale: the first sync of $n keys under heaptrack"
+    rm -rf "$work/fold-heap" "$work/heap-$n".*
+    sync
+    heaptrack -o "$work/heap-$n" "${mirror[@]}" --bucket "s$n" --fold "$work/fold-heap" \
+      >"$work/out" 2>"$work/err" ||
+      { echo "bench/run: the first sync of $n keys under heaptrack failed:" >&2; cat "$work/err" >&2; exit 1; }
+    heaptrack_print -f "$work/heap-$n".* --flamegraph-cost-type peak -F "$work/stacks-$n" \
+      >"$work/heap-summary-$n"
+    bench/heap_stages <"$work/stacks-$n" >"$work/heap-stages-$n"
+    peak=$(sed -n 's/^peak heap memory consumption: *//p' "$work/heap-summary-$n")
+    echo "$n ${peak:-?}" >>"$work/heaped"
+    rm -rf "$work/fold-heap" "$work/heap-$n".* "$work/stacks-$n"
+  done
+fi
+
 backlog=$((last / 10))
 log "scale: Fold::Get latency on the $last-key fold while it catches up $backlog updates"
 "$tool" load --server "$url" --bucket "s$last" --keys "$backlog" >/dev/null
@@ -58,6 +79,7 @@ for n in "${sizes[@]}"; do
   figure "first_sync_vs_wire_$n" "$(ratio "$(median "raw-$n")" "$(median "catchup-$n")")" 0.9 ge \
     "raw receive $(median "raw-$n")s ÷ kvfold first sync $(median "catchup-$n")s ($n new keys)"
 done
+for n in "${sizes[@]}"; do cpu_bound "first_sync_$n" "raw-$n" "catchup-$n" >/dev/null; done
 for what in catchup export seed; do
   figure "${what}_time_${last}_vs_${prev}" \
     "$(ratio "$(median "$what-$last")" "$(median "$what-$prev")")" "$linear" le \
@@ -138,6 +160,27 @@ awk -v title="kvfold catch-up against N ($server_version)" '
   echo
   echo "![time and peak RSS against N]($(basename "$chart"))"
   echo
+  echo "What bounds the first sync against the wire on this machine (the server's CPU is read from /proc):"
+  echo
+  sed 's/^/- /' "$work/bounds"
+  echo
+  if [ -s "$work/heaped" ]; then
+    echo "## What the first sync's heap holds at its peak (\`--profile\`)"
+    echo
+    echo "One more first sync at each of the two largest sizes under \`heaptrack\`: the call stacks that"
+    echo "held memory at the heap's peak, grouped by owner by \`bench/heap_stages\` (heaptrack's own"
+    echo "memory is not in them; the peak RSS above also holds the program, its threads' stacks and"
+    echo "what the allocator keeps)."
+    while read -r n peak; do
+      echo
+      echo "$n keys (peak heap $peak):"
+      echo
+      echo "| owner | MB | share |"
+      echo "|---|---|---|"
+      cat "$work/heap-stages-$n"
+    done <"$work/heaped"
+    echo
+  fi
   echo "## Every timing (seconds, peak RSS KB, user and system CPU seconds)"
   echo
   echo "| timing | runs (s) | median (s) | median peak RSS (KB) | median user (s) | median sys (s) |"
@@ -155,6 +198,9 @@ awk -v title="kvfold catch-up against N ($server_version)" '
   echo "kvfold mirror --server URL --bucket sN --fold F --until-caught-up --request-timeout 60s  # catch-up (then resume)"
   echo "kvfold export --fold F --to dir:A ; kvfold seed --fold G --from dir:A"
   echo "kvfold_bench_tool getlat --server URL --bucket sN --fold F --keys N  # after loading N/10 updates"
+  if [ -s "$work/heaped" ]; then
+    echo "heaptrack -o H kvfold mirror ... ; heaptrack_print -f H.zst --flamegraph-cost-type peak -F S ; bench/heap_stages <S"
+  fi
   echo '```'
 } >"$report.tmp"
 mv "$report.tmp" "$report"
