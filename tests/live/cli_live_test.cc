@@ -118,6 +118,40 @@ TEST_F(CliLiveTest, MirrorThenDumpEqualsTheTruthAndStatusReportsIt) {
   EXPECT_EQ(scoped.out.find("bin\t"), std::string::npos);
 }
 
+// `--filters-in-cache` reaches the fold: RocksDB's options file, written
+// at every open by the writer, says whether table filters and indexes go
+// through the block cache. A flag that stopped short of the fold would
+// leave them in memory, and nothing else would show it.
+TEST_F(CliLiveTest, FiltersInCacheReachesTheFoldAndTheMirrorStaysTrue) {
+  auto filters_cached = [](const std::string& fold) -> std::optional<bool> {
+    std::string newest;  // OPTIONS-NNNNNN: the latest open's
+    for (const auto& e : std::filesystem::directory_iterator(fold)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with("OPTIONS-") && name > newest) newest = name;
+    }
+    std::ifstream in(fold + "/" + newest);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("cache_index_and_filter_blocks=") == std::string::npos ||
+          line.find("with_high_priority") != std::string::npos) {
+        continue;
+      }
+      return line.find("=true") != std::string::npos;
+    }
+    return std::nullopt;
+  };
+  kv_.CreateBucket("app");
+  for (int i = 0; i < 30; ++i) kv_.Put("app", "k" + std::to_string(i), "v" + std::to_string(i));
+  Exit plain = Mirror("app", Fold());
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(filters_cached(Fold()), false) << "held in memory by default";
+  kv_.Put("app", "k3", "w");
+  kv_.Delete("app", "k4");
+  Exit cached = Mirror("app", Fold(), {"--filters-in-cache"});
+  ASSERT_EQ(cached.code, 0) << cached.err;
+  EXPECT_EQ(filters_cached(Fold()), true);
+  EXPECT_EQ(Dump(Fold()), kv_.Truth("app"));
+}
+
 // A seed that stopped part way shows in status (a mirror refuses the fold
 // until `kvfold seed` finishes it; the operator must be able to tell why).
 TEST_F(CliLiveTest, StatusNamesAnUnfinishedSeed) {
