@@ -281,8 +281,10 @@ struct FoldOptions {
   // (Scan, ScanFrom, a snapshot's Scan) leave that cache as it was: memory
   // grows far less with the fold, point reads on a fold larger than the
   // cache get slower (about 3x at 10M keys), and a scan repeated over the
-  // same keys reads its blocks again. For whole scans and bulk loads: only
-  // `kvfold export` and `kvfold seed` use false. Default: true.
+  // same keys reads its blocks again. For whole scans and bulk loads
+  // (`kvfold export` and `kvfold seed` use false), and for a small node
+  // mirroring a large bucket (`kvfold mirror --filters-in-cache`).
+  // Default: true.
   bool keep_table_filters_in_memory = true;
 };
 
