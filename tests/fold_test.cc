@@ -740,6 +740,27 @@ TEST(RocksFoldTest, AFoldOpenedForScansKeepsNoTableFiltersInMemory) {
   }
 }
 
+// Through the cache, the filter of a large table stays there once read:
+// the cache has two shards of 4 MiB, and a filter larger than a shard
+// (RocksDB's default of 16 shards of 512 KiB for 8 MiB) would be dropped as
+// soon as it was read, and read again for every lookup.
+TEST(RocksFoldTest, AFilterLargerThanHalfAMebibyteStaysInTheCache) {
+  TestDir dir;
+  const std::string path = dir.path() + "/fold";
+  constexpr int kKeys = 500000;  // one table: a filter of 10 bits a key, 625 KB
+  ASSERT_NO_FATAL_FAILURE(WriteRunsOfNewKeys(path, 1, kKeys));
+  FoldOptions cached;
+  cached.keep_table_filters_in_memory = false;
+  auto f = OpenRocksFold(path, cached);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  Entry e;
+  ASSERT_TRUE((*f)->Get("r000-4242", &e).ok());
+  EXPECT_TRUE((*f)->Get("r000-absent", &e).IsNotFound());
+  auto cache = store::RocksIntProperty(**f, "rocksdb.block-cache-usage");
+  ASSERT_TRUE(cache.has_value());
+  EXPECT_GT(*cache, uint64_t(kKeys) * 10 / 8) << "the filter did not stay in the cache";
+}
+
 TEST(RocksFoldTest, ABulkCommitIsIngestedAsATableFileOverTheKeysItReplaces) {
   TestDir dir;
   const std::string path = dir.path() + "/fold";
@@ -1099,6 +1120,9 @@ TEST(RocksFoldTest, ARecountOverManyTableFilesCountsEveryEntryOnce) {
   EXPECT_FALSE(m->counts_stale);
   EXPECT_EQ(m->entries, all);
   EXPECT_EQ(m->live_keys, live);
+  // Its snapshot is gone with it: one held on would make every later
+  // ingestion number and rewrite its files, and keep old versions.
+  EXPECT_EQ(store::RocksIntProperty(**f, "rocksdb.num-snapshots"), 0u);
 }
 
 TEST(RocksFoldTest, ReadOnlyFollowerSeesCommitsOfALiveWriter) {

@@ -99,6 +99,10 @@ constexpr const char* kKnown[] = {
     "fold-ingest-cursor-apart",        // rocks fold: a run's cursor is written before the run
     "ingest-failure-deletes-links",    // rocks fold: a failed ingestion deletes its links
     "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
+    "recount-keep-snapshot",           // rocks fold: a recount never releases its snapshot
+    "filters-cache-small-shards",  // rocks fold: the filters' cache in RocksDB's 16 shards of 512
+                                   // KiB
+    "delta-verify-first-window-only",  // delta delivery: later windows taken as verified
     "fold-ingest-before-log-synced",  // rocks fold: unsynced, a run lands before the log it follows
     "seed-skip-verify-pass",          // seed: writes before the whole artifact verified
     "seed-cursor-every-commit",       // seed: cursor set before the final commit

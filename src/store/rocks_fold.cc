@@ -675,7 +675,8 @@ Status RocksFold::CountEntries(uint64_t* live, uint64_t* entries) {
   for (size_t i = 1; i < parts.size(); ++i) helpers.emplace_back(count, i);
   count(0);
   for (auto& t : helpers) t.join();
-  db_->ReleaseSnapshot(snap);
+  // A snapshot held on would make every later ingestion number its files.
+  if (!KVFOLD_MUTANT("recount-keep-snapshot")) db_->ReleaseSnapshot(snap);
   *live = *entries = 0;
   for (const Part& p : parts) {
     KVFOLD_RETURN_IF_ERROR(p.status);
@@ -953,7 +954,9 @@ StatusOr<std::unique_ptr<Fold>> store::OpenRocksFoldOnEnv(const std::string& pat
     // dropped as soon as it is read, and read again for every lookup.
     table.cache_index_and_filter_blocks = true;
     table.cache_index_and_filter_blocks_with_high_priority = true;
-    table.block_cache = rocksdb::NewLRUCache(size_t{8} << 20, /*num_shard_bits=*/1);
+    table.block_cache = KVFOLD_MUTANT("filters-cache-small-shards")
+                            ? rocksdb::NewLRUCache(size_t{8} << 20)
+                            : rocksdb::NewLRUCache(size_t{8} << 20, /*num_shard_bits=*/1);
   }
   ro.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   ro.memtable_whole_key_filtering = true;

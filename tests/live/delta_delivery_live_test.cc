@@ -119,6 +119,35 @@ TEST_F(DeltaDeliveryLiveTest, AStreamReCreatedDuringItsDeltaIsAResetNotItsMessag
   EXPECT_NE(ev->reason.find("re-created"), std::string::npos) << ev->reason;
 }
 
+// Invariant: every window of replies is verified, not only the first: a
+// stream re-created after the first window was handed out answers the
+// next windows with its own messages, none of which is handed out.
+TEST_F(DeltaDeliveryLiveTest, AStreamReCreatedAfterTheFirstWindowIsAResetNotItsMessages) {
+  kv_.CreateBucket("re2");
+  const uint64_t n = 3 * nats::DeltaDelivery::kWindow;
+  for (uint64_t i = 0; i < n; ++i) kv_.Put("re2", "a" + std::to_string(i), "old");
+  auto d = OpenDelta("re2", 1, n);
+  std::vector<uint64_t> seqs;
+  ASSERT_NO_FATAL_FAILURE(Collect(*d, &seqs, 1));  // the first window is verified
+  kv_.DeleteBucket("re2");
+  kv_.CreateBucket("re2");
+  for (uint64_t i = 0; i < n + 10; ++i) kv_.Put("re2", "b" + std::to_string(i), "new");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto ev = d->Next(milliseconds(200));
+    ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+    if (ev->kind == DeliveryEvent::Kind::kReset) {
+      EXPECT_NE(ev->reason.find("re-created"), std::string::npos) << ev->reason;
+      return;
+    }
+    if (ev->kind == DeliveryEvent::Kind::kMessage) {
+      ASSERT_EQ(ev->message.key[0], 'a') << "handed out " << ev->message.key << " at "
+                                         << ev->message.seq << " of the re-created stream";
+    }
+  }
+  FAIL() << "no reset";
+}
+
 // Invariant: replies that waited while the caller was busy (a slow apply
 // hook) came in time: a delta is not reset for the caller's slowness. The
 // request timeout is 1 s; handing out 64 messages takes over 2 s.

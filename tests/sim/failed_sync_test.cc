@@ -139,5 +139,58 @@ TEST(FailedSyncTest, AnUnsyncedFoldKeepsARunOnlyWithTheCommitsBeforeIt) {
   EXPECT_TRUE(LiveEntries(*fold).contains("a"));
 }
 
+// Every sync an unsynced fold makes while it commits a run (SyncWAL of the
+// log before the ingestion among them) fails in turn: the fold stops, and
+// what a power cut then leaves is never the run without the commit before.
+TEST(FailedSyncTest, AFailedLogSyncBeforeARunStopsAnUnsyncedFold) {
+  FoldOptions unsynced;
+  unsynced.sync = false;
+  FoldCommit identity;
+  identity.bucket = "cfg";
+  identity.scope = std::vector<std::string>{""};
+  identity.stream_created = "2026-01-01T00:00:00Z";
+  FoldCommit run;
+  run.entries["a"] = Entry{5, false, "v5"};
+  run.counts = FoldCommit::CountChange{1, 1};
+  run.new_keys = true;
+  run.cursor = 5;
+  std::vector<uint64_t> syncs;
+  {
+    sim::FaultEnv env;
+    Open(env).reset();
+    auto fold = std::move(store::OpenRocksFoldOnEnv("/fold", unsynced, env.env())).value();
+    ASSERT_TRUE(fold->Commit(identity).ok());
+    const uint64_t before = env.operations();
+    ASSERT_TRUE(fold->Commit(run).ok());
+    for (uint64_t op = before + 1; op <= env.operations(); ++op) {
+      if (env.WasSync(op)) syncs.push_back(op);
+    }
+  }
+  ASSERT_FALSE(syncs.empty());
+  for (uint64_t at : syncs) {
+    SCOPED_TRACE("the sync at operation " + std::to_string(at) + " fails");
+    sim::FaultEnv env;
+    Open(env).reset();
+    auto fold = std::move(store::OpenRocksFoldOnEnv("/fold", unsynced, env.env())).value();
+    ASSERT_TRUE(fold->Commit(identity).ok());
+    env.Arm(at, sim::EnvFault::kSyncLost);
+    bool landed = fold->Commit(run).ok();
+    landed = fold->Commit(run).ok() || landed;  // a retrying caller
+    env.CutPower();
+    fold.reset();
+    env.Restart();
+    fold = Open(env);
+    ASSERT_NE(fold, nullptr);
+    auto meta = fold->ReadMeta();
+    ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+    if (meta->cursor) {
+      EXPECT_EQ(meta->bucket, "cfg") << "the run outlived an older commit";
+    }
+    if (landed) {
+      EXPECT_EQ(meta->cursor, 5u) << "a run that returned OK was lost";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvfold
