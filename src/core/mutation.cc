@@ -100,18 +100,17 @@ constexpr const char* kKnown[] = {
     "ingest-failure-deletes-links",    // rocks fold: a failed ingestion deletes its links
     "fold-skip-wal-sync",              // rocks fold: a commit returns before its WAL is synced
     "recount-keep-snapshot",           // rocks fold: a recount never releases its snapshot
-    "filters-cache-small-shards",  // rocks fold: the filters' cache in RocksDB's 16 shards of 512
-                                   // KiB
+    "filters-cache-small-shards",      // rocks fold: the filters' cache in 16 small shards
     "delta-verify-first-window-only",  // delta delivery: later windows taken as verified
-    "fold-ingest-before-log-synced",  // rocks fold: unsynced, a run lands before the log it follows
-    "seed-skip-verify-pass",          // seed: writes before the whole artifact verified
-    "seed-cursor-every-commit",       // seed: cursor set before the final commit
-    "seed-skip-readback",             // seed: what it wrote is not checked against the digest
-    "fold-digest-ignored",            // artifact reads: the manifest's fold digest is not compared
-    "loader-ingest-early",            // fold loader: staged entries visible before Finish
-    "pointer-any-direction",          // pointer rule: the pointer may move backward
-    "manifest-skip-checksum",         // manifest frame: checksum not checked
-    "chunk-skip-sha256",              // chunk reader: SHA-256 not checked
+    "fold-ingest-before-log-synced",   // rocks fold: unsynced, a run outruns the log before it
+    "seed-skip-verify-pass",           // seed: writes before the whole artifact verified
+    "seed-cursor-every-commit",        // seed: cursor set before the final commit
+    "seed-skip-readback",              // seed: what it wrote is not checked against the digest
+    "fold-digest-ignored",             // artifact reads: the manifest's fold digest is not compared
+    "loader-ingest-early",             // fold loader: staged entries visible before Finish
+    "pointer-any-direction",           // pointer rule: the pointer may move backward
+    "manifest-skip-checksum",          // manifest frame: checksum not checked
+    "chunk-skip-sha256",               // chunk reader: SHA-256 not checked
     "repair-hook-before-reads",  // relist/restore: the hook sees a change before its batch's reads
     "export-drop-odd-keys",      // export: a key that is no valid KV key is left out
     "pointer-keep-beyond-head",  // pointer rule: a pointer beyond the stream's head stays
