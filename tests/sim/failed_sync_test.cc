@@ -18,22 +18,54 @@
 namespace kvfold {
 namespace {
 
-FoldCommit Put(const std::string& key, uint64_t seq) {
+// What a watch commits first: the bucket, scope and stream identity.
+FoldCommit Identity() {
   FoldCommit c;
-  c.entries[key] = Entry{seq, false, "v" + std::to_string(seq)};
-  c.cursor = seq;
-  if (seq == 1) {
-    c.bucket = "cfg";
-    c.scope = std::vector<std::string>{""};
-    c.stream_created = "2026-01-01T00:00:00Z";
-  }
+  c.bucket = "cfg";
+  c.scope = std::vector<std::string>{""};
+  c.stream_created = "2026-01-01T00:00:00Z";
   return c;
 }
 
-std::unique_ptr<Fold> Open(sim::FaultEnv& env) {
-  auto f = store::OpenRocksFoldOnEnv("/fold", FoldOptions{}, env.env());
+FoldCommit Put(const std::string& key, uint64_t seq) {
+  FoldCommit c = seq == 1 ? Identity() : FoldCommit();
+  c.entries[key] = Entry{seq, false, "v" + std::to_string(seq)};
+  c.cursor = seq;
+  return c;
+}
+
+std::unique_ptr<Fold> Open(sim::FaultEnv& env, const FoldOptions& options = {}) {
+  auto f = store::OpenRocksFoldOnEnv("/fold", options, env.env());
   EXPECT_TRUE(f.ok()) << f.status().ToString();
   return f.ok() ? std::move(f).value() : nullptr;
+}
+
+// The fold created and closed (its format marker in a table), then opened
+// again with FoldOptions::sync = false.
+std::unique_ptr<Fold> CreateThenOpenUnsynced(sim::FaultEnv& env) {
+  Open(env).reset();
+  FoldOptions unsynced;
+  unsynced.sync = false;
+  return Open(env, unsynced);
+}
+
+// A run of a first sync: one new key, "a" at revision 5, and its cursor.
+FoldCommit RunOfANewKey() {
+  FoldCommit run;
+  run.entries["a"] = Entry{5, false, "v5"};
+  run.counts = FoldCommit::CountChange{1, 1};
+  run.new_keys = true;
+  run.cursor = 5;
+  return run;
+}
+
+// The power goes off under `fold`, which is then closed (its closing
+// writes lost), and the machine restarts: the fold opened again.
+void CutPowerAndReopen(sim::FaultEnv& env, std::unique_ptr<Fold>* fold) {
+  env.CutPower();
+  fold->reset();
+  env.Restart();
+  *fold = Open(env);
 }
 
 // Every sync the second commit makes, as operation numbers of a run that
@@ -108,28 +140,12 @@ TEST(FailedSyncTest, TheFoldStopsAndARestartRecoversWhatIsDurable) {
 // one (SPEC §3, stream identity).
 TEST(FailedSyncTest, AnUnsyncedFoldKeepsARunOnlyWithTheCommitsBeforeIt) {
   sim::FaultEnv env;
-  Open(env).reset();  // created and closed: its format marker is in a table
-  FoldOptions unsynced;
-  unsynced.sync = false;
-  auto opened = store::OpenRocksFoldOnEnv("/fold", unsynced, env.env());
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  auto fold = std::move(opened).value();
-  FoldCommit identity;  // what a watch commits before its first run
-  identity.bucket = "cfg";
-  identity.scope = std::vector<std::string>{""};
-  identity.stream_created = "2026-01-01T00:00:00Z";
-  ASSERT_TRUE(fold->Commit(identity).ok());
-  FoldCommit run;
-  run.entries["a"] = Entry{5, false, "v5"};
-  run.counts = FoldCommit::CountChange{1, 1};
-  run.new_keys = true;
-  run.cursor = 5;
-  Status landed = fold->Commit(run);
+  auto fold = CreateThenOpenUnsynced(env);
+  ASSERT_NE(fold, nullptr);
+  ASSERT_TRUE(fold->Commit(Identity()).ok());
+  Status landed = fold->Commit(RunOfANewKey());
   ASSERT_TRUE(landed.ok()) << landed.ToString();
-  env.CutPower();
-  fold.reset();
-  env.Restart();
-  fold = Open(env);
+  CutPowerAndReopen(env, &fold);
   ASSERT_NE(fold, nullptr);
   auto meta = fold->ReadMeta();
   ASSERT_TRUE(meta.ok()) << meta.status().ToString();
@@ -143,25 +159,14 @@ TEST(FailedSyncTest, AnUnsyncedFoldKeepsARunOnlyWithTheCommitsBeforeIt) {
 // log before the ingestion among them) fails in turn: the fold stops, and
 // what a power cut then leaves is never the run without the commit before.
 TEST(FailedSyncTest, AFailedLogSyncBeforeARunStopsAnUnsyncedFold) {
-  FoldOptions unsynced;
-  unsynced.sync = false;
-  FoldCommit identity;
-  identity.bucket = "cfg";
-  identity.scope = std::vector<std::string>{""};
-  identity.stream_created = "2026-01-01T00:00:00Z";
-  FoldCommit run;
-  run.entries["a"] = Entry{5, false, "v5"};
-  run.counts = FoldCommit::CountChange{1, 1};
-  run.new_keys = true;
-  run.cursor = 5;
   std::vector<uint64_t> syncs;
   {
     sim::FaultEnv env;
-    Open(env).reset();
-    auto fold = std::move(store::OpenRocksFoldOnEnv("/fold", unsynced, env.env())).value();
-    ASSERT_TRUE(fold->Commit(identity).ok());
+    auto fold = CreateThenOpenUnsynced(env);
+    ASSERT_NE(fold, nullptr);
+    ASSERT_TRUE(fold->Commit(Identity()).ok());
     const uint64_t before = env.operations();
-    ASSERT_TRUE(fold->Commit(run).ok());
+    ASSERT_TRUE(fold->Commit(RunOfANewKey()).ok());
     for (uint64_t op = before + 1; op <= env.operations(); ++op) {
       if (env.WasSync(op)) syncs.push_back(op);
     }
@@ -170,16 +175,13 @@ TEST(FailedSyncTest, AFailedLogSyncBeforeARunStopsAnUnsyncedFold) {
   for (uint64_t at : syncs) {
     SCOPED_TRACE("the sync at operation " + std::to_string(at) + " fails");
     sim::FaultEnv env;
-    Open(env).reset();
-    auto fold = std::move(store::OpenRocksFoldOnEnv("/fold", unsynced, env.env())).value();
-    ASSERT_TRUE(fold->Commit(identity).ok());
+    auto fold = CreateThenOpenUnsynced(env);
+    ASSERT_NE(fold, nullptr);
+    ASSERT_TRUE(fold->Commit(Identity()).ok());
     env.Arm(at, sim::EnvFault::kSyncLost);
-    bool landed = fold->Commit(run).ok();
-    landed = fold->Commit(run).ok() || landed;  // a retrying caller
-    env.CutPower();
-    fold.reset();
-    env.Restart();
-    fold = Open(env);
+    bool landed = fold->Commit(RunOfANewKey()).ok();
+    landed = fold->Commit(RunOfANewKey()).ok() || landed;  // a retrying caller
+    CutPowerAndReopen(env, &fold);
     ASSERT_NE(fold, nullptr);
     auto meta = fold->ReadMeta();
     ASSERT_TRUE(meta.ok()) << meta.status().ToString();
